@@ -1,0 +1,411 @@
+----------------------------- MODULE Placement -----------------------------
+(***************************************************************************)
+(* Session placement: one coordinator, a bounded table of keys.            *)
+(*                                                                         *)
+(* A request (a process r in Requests) reserves a key, dispatches to a     *)
+(* provisional target under a fresh attempt id and that target's           *)
+(* generation, and learns an outcome: Accepted commits the binding,        *)
+(* DefinitelyNotAccepted rolls back to the reservation, Ambiguous          *)
+(* quarantines the key until a late result or a fenced Resolve settles it. *)
+(* Bindings carry leases and an idle deadline, are fenced by the target's  *)
+(* generation and close at the session's final request.                    *)
+(*                                                                         *)
+(* The Go model in model/ mirrors this module action for action, with the  *)
+(* same names; CI compares the two state spaces (see README.md here).      *)
+(***************************************************************************)
+EXTENDS Naturals, FiniteSets
+
+CONSTANTS
+    Keys,          \* session keys
+    Targets,       \* workers (with their data-parallel rank)
+    Requests,      \* concurrent requests (client processes)
+    NoKey,         \* model value: a request that names no key
+    NoTarget,      \* model value: an entry that names no target
+    NoReq,         \* model value: an entry that names no request
+    MaxGen,        \* generations of a target range over 1..MaxGen
+    Capacity,      \* the table holds at most Capacity live entries
+    TTL,           \* idle time-to-live of a binding
+    InitTimeout,   \* how long a reservation or a dispatch may take
+    MaxClock,      \* the largest instant the clock can represent
+    MaxAttempt     \* bound on dispatch attempts (model checking only)
+
+ASSUME /\ Capacity \in Nat /\ TTL \in Nat \ {0} /\ InitTimeout \in Nat \ {0}
+       /\ MaxGen \in Nat \ {0} /\ MaxClock \in Nat /\ MaxAttempt \in Nat
+
+VARIABLES
+    now,          \* the clock
+    gen,          \* the target catalog: target -> current generation
+    nextAttempt,  \* the next fresh attempt id (ids are never reused)
+    table,        \* key -> entry
+    req           \* request -> what the request holds
+
+vars == <<now, gen, nextAttempt, table, req>>
+
+EntryStates == {"Absent", "Reserved", "Dispatching", "Bound", "Quarantined"}
+Pcs == {"Idle", "Waiting", "Reserved", "Revoked", "Dispatching", "Late", "Holding"}
+Outcomes == {"Accepted", "DefinitelyNotAccepted", "Ambiguous"}
+Resolutions == {"Accepted", "NotAccepted"}
+Attempts == 1..MaxAttempt
+Max(a, b) == IF a > b THEN a ELSE b
+
+(* Entries have one shape; fields a state does not use hold their default. *)
+AbsentEntry == [st |-> "Absent", holder |-> NoReq, attempt |-> 0, target |-> NoTarget,
+                tgen |-> 0, deadline |-> 0, leases |-> 0, closing |-> FALSE]
+ReservedEntry(r, d) ==
+    [AbsentEntry EXCEPT !.st = "Reserved", !.holder = r, !.deadline = d]
+DispatchingEntry(r, a, t, g, d) ==
+    [AbsentEntry EXCEPT !.st = "Dispatching", !.holder = r, !.attempt = a,
+                        !.target = t, !.tgen = g, !.deadline = d]
+QuarantinedEntry(a, t, g) ==
+    [AbsentEntry EXCEPT !.st = "Quarantined", !.attempt = a, !.target = t, !.tgen = g]
+BoundEntry(a, t, g, n, d) ==
+    [AbsentEntry EXCEPT !.st = "Bound", !.attempt = a, !.target = t, !.tgen = g,
+                        !.leases = n, !.deadline = d]
+
+(* What a request holds: nothing, a wait, a reservation (possibly revoked  *)
+(* by the initialization timeout), a dispatch guard (Late once its attempt *)
+(* was quarantined), or a lease on binding version `attempt`.              *)
+IdleReq == [pc |-> "Idle", key |-> NoKey, attempt |-> 0]
+ReqAt(pc, k, a) == [pc |-> pc, key |-> k, attempt |-> a]
+
+(* A Bound entry is expired when idle past its deadline and stale when its *)
+(* target's generation moved on. Both count as absent.                     *)
+Expired(e) == e.st = "Bound" /\ e.leases = 0 /\ e.deadline <= now
+Stale(e) == e.st = "Bound" /\ gen[e.target] # e.tgen
+LiveBound(e) == e.st = "Bound" /\ ~Expired(e) /\ ~Stale(e)
+Occupies(e) == e.st \in {"Reserved", "Dispatching", "Quarantined"} \/ LiveBound(e)
+Room(k) == Cardinality({j \in Keys \ {k} : Occupies(table[j])}) < Capacity
+
+Init ==
+    /\ now = 0
+    /\ gen = [t \in Targets |-> 1]
+    /\ nextAttempt = 1
+    /\ table = [k \in Keys |-> AbsentEntry]
+    /\ req = [r \in Requests |-> IdleReq]
+
+-----------------------------------------------------------------------------
+(* Acquire(r, k): an idle request asks for key k, or a waiter on k asks     *)
+(* again after k changed.                                                   *)
+Acquire(r, k) ==
+    LET e == table[k] IN
+    /\ \/ req[r].pc = "Idle"
+       \/ req[r].pc = "Waiting" /\ req[r].key = k /\ e.st \notin {"Reserved", "Dispatching"}
+    /\ CASE LiveBound(e) ->                                  \* hit: take a lease
+              /\ table' = [table EXCEPT ![k].leases = @ + 1]
+              /\ req' = [req EXCEPT ![r] = ReqAt("Holding", k, e.attempt)]
+         [] e.st \in {"Reserved", "Dispatching"} ->          \* someone initializes: wait
+              /\ table' = table
+              /\ req' = [req EXCEPT ![r] = ReqAt("Waiting", k, 0)]
+         [] e.st = "Quarantined" ->                          \* Ambiguous error
+              /\ table' = table
+              /\ req' = [req EXCEPT ![r] = IdleReq]
+         [] OTHER ->                                         \* absent, expired or stale
+              IF Room(k)
+              THEN /\ table' = [table EXCEPT ![k] = ReservedEntry(r, now + InitTimeout)]
+                   /\ req' = [req EXCEPT ![r] = ReqAt("Reserved", k, 0)]
+              ELSE /\ table' = table                         \* Capacity error
+                   /\ req' = [req EXCEPT ![r] = IdleReq]
+    /\ UNCHANGED <<now, gen, nextAttempt>>
+
+HoldsReservation(r) ==
+    LET e == table[req[r].key] IN e.st = "Reserved" /\ e.holder = r
+
+(* Cancel(r): the initializer gives up before dispatching. A revoked       *)
+(* reservation is an error that changes nothing.                           *)
+Cancel(r) ==
+    /\ req[r].pc \in {"Reserved", "Revoked"}
+    /\ table' = IF HoldsReservation(r)
+                THEN [table EXCEPT ![req[r].key] = AbsentEntry]
+                ELSE table
+    /\ req' = [req EXCEPT ![r] = IdleReq]
+    /\ UNCHANGED <<now, gen, nextAttempt>>
+
+(* BeginDispatch(r, t): dispatch to t under a fresh attempt id and t's     *)
+(* current generation.                                                     *)
+BeginDispatch(r, t) ==
+    LET k == req[r].key IN
+    /\ req[r].pc \in {"Reserved", "Revoked"}
+    /\ IF HoldsReservation(r)
+       THEN /\ nextAttempt \in Attempts
+            /\ table' = [table EXCEPT ![k] =
+                    DispatchingEntry(r, nextAttempt, t, gen[t], now + InitTimeout)]
+            /\ req' = [req EXCEPT ![r] = ReqAt("Dispatching", k, nextAttempt)]
+            /\ nextAttempt' = nextAttempt + 1
+       ELSE /\ table' = table                                \* reservation lost
+            /\ req' = [req EXCEPT ![r] = IdleReq]
+            /\ UNCHANGED nextAttempt
+    /\ UNCHANGED <<now, gen>>
+
+(* The attempt a dispatch guard names is current while its key is still   *)
+(* Dispatching or Quarantined under that attempt.                          *)
+CurrentAttempt(r) ==
+    LET e == table[req[r].key] IN
+    e.st \in {"Dispatching", "Quarantined"} /\ e.attempt = req[r].attempt
+
+(* Complete(r, o): the dispatcher learns outcome o. A stale attempt is      *)
+(* fenced; a late result settles a quarantined attempt.                     *)
+Complete(r, o) ==
+    LET k == req[r].key
+        e == table[k] IN
+    /\ req[r].pc \in {"Dispatching", "Late"}
+    /\ IF ~CurrentAttempt(r)
+       THEN /\ table' = table                                \* fenced
+            /\ req' = [req EXCEPT ![r] = IdleReq]
+       ELSE CASE o = "Accepted" ->
+                   /\ table' = [table EXCEPT ![k] = BoundEntry(e.attempt, e.target, e.tgen, 1, now + TTL)]
+                   /\ req' = [req EXCEPT ![r] = ReqAt("Holding", k, e.attempt)]
+              [] o = "DefinitelyNotAccepted" /\ e.st = "Dispatching" ->
+                   /\ table' = [table EXCEPT ![k] = ReservedEntry(r, now + InitTimeout)]
+                   /\ req' = [req EXCEPT ![r] = ReqAt("Reserved", k, 0)]
+              [] o = "DefinitelyNotAccepted" ->              \* late: settles to absent
+                   /\ table' = [table EXCEPT ![k] = AbsentEntry]
+                   /\ req' = [req EXCEPT ![r] = IdleReq]
+              [] OTHER ->                                    \* Ambiguous: quarantine
+                   /\ table' = [table EXCEPT ![k] = QuarantinedEntry(e.attempt, e.target, e.tgen)]
+                   /\ req' = [req EXCEPT ![r] = IdleReq]
+    /\ UNCHANGED <<now, gen, nextAttempt>>
+
+(* Resolve(k, a, g, o): settle a quarantined key, fenced by attempt id and *)
+(* generation; a mismatch is rejected and changes nothing.                 *)
+Resolve(k, a, g, o) ==
+    LET e == table[k] IN
+    /\ e.st = "Quarantined"
+    /\ table' = IF a = e.attempt /\ g = e.tgen
+                THEN [table EXCEPT ![k] = IF o = "Accepted"
+                                          THEN BoundEntry(a, e.target, g, 0, now + TTL)
+                                          ELSE AbsentEntry]
+                ELSE table
+    /\ UNCHANGED <<now, gen, nextAttempt, req>>
+
+HoldsLease(r) ==
+    LET e == table[req[r].key] IN e.st = "Bound" /\ e.attempt = req[r].attempt
+
+(* Ending a lease: the count drops; a closing binding goes at its last     *)
+(* lease; a lease on a superseded version changes nothing but itself.      *)
+EndLease(r, refresh) ==
+    LET k == req[r].key
+        e == table[k] IN
+    /\ req[r].pc = "Holding"
+    /\ table' = IF ~HoldsLease(r) THEN table
+                ELSE IF e.leases = 1 /\ e.closing
+                THEN [table EXCEPT ![k] = AbsentEntry]
+                ELSE [table EXCEPT ![k].leases = @ - 1,
+                                   ![k].deadline = IF refresh /\ e.leases = 1
+                                                   THEN now + TTL ELSE @]
+    /\ req' = [req EXCEPT ![r] = IdleReq]
+    /\ UNCHANGED <<now, gen, nextAttempt>>
+
+Release(r) == EndLease(r, TRUE)
+Abandon(r) == EndLease(r, FALSE)
+
+(* Invalidate(r): the binding is bad; remove it if still current.         *)
+Invalidate(r) ==
+    /\ req[r].pc = "Holding"
+    /\ IF HoldsLease(r)
+       THEN /\ table' = [table EXCEPT ![req[r].key] = AbsentEntry]
+            /\ req' = [req EXCEPT ![r] = IdleReq]
+            /\ UNCHANGED <<now, gen, nextAttempt>>
+       ELSE Release(r)
+
+(* Close(r): the session's final request. The binding is removed when its *)
+(* last lease ends, never while others still hold leases.                 *)
+Close(r) ==
+    LET k == req[r].key
+        e == table[k] IN
+    /\ req[r].pc = "Holding"
+    /\ table' = IF ~HoldsLease(r) THEN table
+                ELSE IF e.leases = 1
+                THEN [table EXCEPT ![k] = AbsentEntry]
+                ELSE [table EXCEPT ![k].leases = @ - 1, ![k].closing = TRUE]
+    /\ req' = [req EXCEPT ![r] = IdleReq]
+    /\ UNCHANGED <<now, gen, nextAttempt>>
+
+InvalidateKey(k) ==
+    /\ table[k].st = "Bound"
+    /\ table' = [table EXCEPT ![k] = AbsentEntry]
+    /\ UNCHANGED <<now, gen, nextAttempt, req>>
+
+(* Expire(k): an idle binding past its deadline is reclaimed (lazily on   *)
+(* access and by the reaper).                                             *)
+Expire(k) ==
+    /\ Expired(table[k])
+    /\ table' = [table EXCEPT ![k] = AbsentEntry]
+    /\ UNCHANGED <<now, gen, nextAttempt, req>>
+
+(* DropStale(k): a binding whose target's generation moved on is removed, *)
+(* leases or not (the reaper's eager half of the generation fence).       *)
+DropStale(k) ==
+    /\ Stale(table[k])
+    /\ table' = [table EXCEPT ![k] = AbsentEntry]
+    /\ UNCHANGED <<now, gen, nextAttempt, req>>
+
+(* ReservationTimeout(k): reserved too long -> absent; the holder's       *)
+(* reservation is revoked.                                                *)
+ReservationTimeout(k) ==
+    LET e == table[k] IN
+    /\ e.st = "Reserved" /\ e.deadline <= now
+    /\ table' = [table EXCEPT ![k] = AbsentEntry]
+    /\ req' = [req EXCEPT ![e.holder].pc = "Revoked"]
+    /\ UNCHANGED <<now, gen, nextAttempt>>
+
+(* DispatchTimeout(k): dispatching too long -> quarantined; the guard is  *)
+(* now late and may still deliver the real result.                        *)
+DispatchTimeout(k) ==
+    LET e == table[k] IN
+    /\ e.st = "Dispatching" /\ e.deadline <= now
+    /\ table' = [table EXCEPT ![k] = QuarantinedEntry(e.attempt, e.target, e.tgen)]
+    /\ req' = [req EXCEPT ![e.holder].pc = "Late"]
+    /\ UNCHANGED <<now, gen, nextAttempt>>
+
+(* Bump(t): target t left or rejoined; its generation moves on.           *)
+Bump(t) ==
+    /\ gen[t] < MaxGen
+    /\ gen' = [gen EXCEPT ![t] = @ + 1]
+    /\ UNCHANGED <<now, nextAttempt, table, req>>
+
+(* Advance(t): the clock moves forward to t. Going backwards, or to a time *)
+(* whose deadlines would not be representable, is rejected.               *)
+Advance(t) ==
+    /\ t > now
+    /\ t + Max(TTL, InitTimeout) <= MaxClock
+    /\ now' = t
+    /\ UNCHANGED <<gen, nextAttempt, table, req>>
+
+Next ==
+    \/ \E r \in Requests, k \in Keys : Acquire(r, k)
+    \/ \E r \in Requests : Cancel(r)
+    \/ \E r \in Requests, t \in Targets : BeginDispatch(r, t)
+    \/ \E r \in Requests, o \in Outcomes : Complete(r, o)
+    \/ \E k \in Keys, a \in Attempts, g \in 1..MaxGen, o \in Resolutions : Resolve(k, a, g, o)
+    \/ \E r \in Requests : Release(r)
+    \/ \E r \in Requests : Abandon(r)
+    \/ \E r \in Requests : Invalidate(r)
+    \/ \E r \in Requests : Close(r)
+    \/ \E k \in Keys : InvalidateKey(k)
+    \/ \E k \in Keys : Expire(k)
+    \/ \E k \in Keys : DropStale(k)
+    \/ \E k \in Keys : ReservationTimeout(k)
+    \/ \E k \in Keys : DispatchTimeout(k)
+    \/ \E t \in Targets : Bump(t)
+    \/ \E t \in 0..MaxClock : Advance(t)
+
+(* Fairness: a holder of a reservation or a dispatch guard eventually     *)
+(* acts on it; a waiter whose key keeps becoming free eventually retries. *)
+Fairness ==
+    \A r \in Requests :
+        /\ WF_vars(Cancel(r) \/ \E t \in Targets : BeginDispatch(r, t))
+        /\ WF_vars(req[r].pc = "Dispatching" /\ \E o \in Outcomes : Complete(r, o))
+        /\ SF_vars(req[r].pc = "Waiting" /\ Acquire(r, req[r].key))
+
+Spec == Init /\ [][Next]_vars /\ Fairness
+
+-----------------------------------------------------------------------------
+(* Invariants: state predicates that hold in every reachable state.        *)
+
+TypeOK ==
+    /\ now \in 0..MaxClock
+    /\ gen \in [Targets -> 1..MaxGen]
+    /\ nextAttempt \in 1..(MaxAttempt + 1)
+    /\ \A k \in Keys :
+         /\ table[k].st \in EntryStates
+         /\ table[k].leases \in Nat
+         /\ table[k].attempt \in 0..(nextAttempt - 1)
+    /\ \A r \in Requests : req[r].pc \in Pcs /\ req[r].attempt \in 0..(nextAttempt - 1)
+
+(* At most one request believes it initializes a key, and the table's      *)
+(* Reserved/Dispatching entries name exactly that request and attempt.     *)
+OneInitializer ==
+    /\ \A k \in Keys :
+         Cardinality({r \in Requests : req[r].key = k /\ req[r].pc \in {"Reserved", "Dispatching"}}) <= 1
+    /\ \A r \in Requests :
+         /\ req[r].pc = "Reserved" =>
+              table[req[r].key].st = "Reserved" /\ table[req[r].key].holder = r
+         /\ req[r].pc = "Dispatching" =>
+              table[req[r].key].st = "Dispatching" /\ table[req[r].key].holder = r
+              /\ table[req[r].key].attempt = req[r].attempt
+    /\ \A k \in Keys :
+         table[k].st \in {"Reserved", "Dispatching"} =>
+            /\ table[k].holder \in Requests
+            /\ req[table[k].holder].key = k
+            /\ req[table[k].holder].pc = table[k].st
+
+(* Leases are never negative and equal the outstanding lease handles on    *)
+(* the current binding version; other entry states hold no leases.         *)
+LeasesMatchHandles ==
+    \A k \in Keys :
+        table[k].leases =
+            IF table[k].st = "Bound"
+            THEN Cardinality({r \in Requests : req[r].pc = "Holding" /\ req[r].key = k
+                                              /\ req[r].attempt = table[k].attempt})
+            ELSE 0
+
+(* At most one binding per key, and every lease refers to it or to a       *)
+(* superseded version: an attempt id a lease names is never in flight or   *)
+(* quarantined, and no lease names a version newer than its key's binding. *)
+LeasesReferToBinding ==
+    \A r \in Requests : req[r].pc = "Holding" =>
+        LET e == table[req[r].key] IN
+        /\ req[r].attempt >= 1
+        /\ e.attempt = req[r].attempt => e.st = "Bound"
+        /\ e.st = "Bound" => req[r].attempt <= e.attempt
+
+(* Live entries (reserved, dispatching, quarantined, or bound and neither  *)
+(* expired nor stale) never exceed the table's capacity.                   *)
+WithinCapacity ==
+    Cardinality({k \in Keys : Occupies(table[k])}) <= Capacity
+
+-----------------------------------------------------------------------------
+(* Action properties: what every step must respect. Each names the steps   *)
+(* allowed to make a change, so a step of any other kind that makes it is  *)
+(* a violation.                                                            *)
+
+(* A key becomes Bound (or changes binding version) only when an attempt   *)
+(* on it is Accepted: by its dispatcher, late, or by a fenced Resolve.     *)
+NewBinding(k) ==
+    table'[k].st = "Bound" /\ (table[k].st # "Bound" \/ table[k].attempt # table'[k].attempt)
+BoundOnlyIfAccepted ==
+    [][\A k \in Keys : NewBinding(k) =>
+          \/ \E r \in Requests : req[r].key = k /\ CurrentAttempt(r)
+                                 /\ table'[k].attempt = req[r].attempt /\ Complete(r, "Accepted")
+          \/ \E a \in Attempts, g \in 1..MaxGen :
+                 a = table[k].attempt /\ table'[k].attempt = a /\ Resolve(k, a, g, "Accepted")]_vars
+
+(* No dispatch while quarantined: a quarantined key leaves quarantine only *)
+(* when its attempt is settled, by a late result or a fenced Resolve.      *)
+(* Ambiguous attempts are never silently replayed.                         *)
+NoDispatchWhileQuarantined ==
+    [][\A k \in Keys : table[k].st = "Quarantined" /\ table'[k] # table[k] =>
+          \/ \E r \in Requests, o \in {"Accepted", "DefinitelyNotAccepted"} :
+                 req[r].key = k /\ req[r].attempt = table[k].attempt /\ Complete(r, o)
+          \/ \E o \in Resolutions :
+                 Resolve(k, table[k].attempt, table[k].tgen, o)]_vars
+
+(* Fenced completions and resolves change nothing in the table.           *)
+FencedChangesNothing ==
+    [][/\ \A r \in Requests, o \in Outcomes :
+            (req[r].pc \in {"Dispatching", "Late"} /\ ~CurrentAttempt(r) /\ Complete(r, o))
+               => table' = table
+       /\ \A k \in Keys, a \in Attempts, g \in 1..MaxGen, o \in Resolutions :
+            (table[k].st = "Quarantined" /\ (a # table[k].attempt \/ g # table[k].tgen)
+             /\ Resolve(k, a, g, o)) => table' = table]_vars
+
+(* Nothing with leases expires: the clock (Expire, lazily or by the        *)
+(* reaper) only ever removes a binding that no request holds. A leased     *)
+(* binding ends only through its own leases, an explicit invalidation, or  *)
+(* its target's generation moving on.                                      *)
+NothingLeasedExpires ==
+    [][\A k \in Keys : Expire(k) => table[k].leases = 0]_vars
+
+(* A closing binding is removed only when its last lease ends.            *)
+CloseWaitsForLastLease ==
+    [][\A r \in Requests :
+          (Close(r) \/ Release(r) \/ Abandon(r)) /\ HoldsLease(r)
+          /\ table'[req[r].key].st # "Bound" => table[req[r].key].leases = 1]_vars
+
+-----------------------------------------------------------------------------
+(* Liveness under Fairness.                                                *)
+ReservationsEnd == \A r \in Requests : req[r].pc = "Reserved" ~> req[r].pc # "Reserved"
+DispatchesEnd == \A r \in Requests : req[r].pc = "Dispatching" ~> req[r].pc # "Dispatching"
+WaitersReturn == \A r \in Requests : req[r].pc = "Waiting" ~> req[r].pc # "Waiting"
+
+=============================================================================
