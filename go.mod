@@ -1,0 +1,3 @@
+module github.com/placementlab/placement
+
+go 1.26

@@ -1,0 +1,475 @@
+package model
+
+// ResultKind says what the caller of an action observes.
+type ResultKind uint8
+
+// Result kinds.
+const (
+	ResHit           ResultKind = iota // Acquire: a lease on Target/Gen, binding version Attempt
+	ResReserved                        // Acquire: the caller initializes the key
+	ResWait                            // Acquire: the caller waits for the initializer
+	ResCapacity                        // Acquire: the table is full
+	ResAmbiguous                       // Acquire: quarantined under Attempt/Gen
+	ResCancelled                       // Cancel: the reservation is given up
+	ResLost                            // Cancel/BeginDispatch: the reservation was revoked
+	ResDispatched                      // BeginDispatch: attempt Attempt to Target/Gen
+	ResCommitted                       // Complete/Resolve Accepted: binding version Attempt
+	ResRolledBack                      // Complete DefinitelyNotAccepted: reserved again
+	ResQuarantined                     // Complete Ambiguous
+	ResSettledAbsent                   // late DefinitelyNotAccepted or Resolve NotAccepted
+	ResFenced                          // Complete/Resolve naming a stale attempt or generation
+	ResEnded                           // Release/Abandon/Invalidate/Close on the current binding
+	ResSuperseded                      // a lease on an older binding version
+	ResRemoved                         // InvalidateKey, Expire, DropStale, timeouts
+	ResBumped                          // Bump
+	ResAdvanced                        // Advance
+)
+
+var resultNames = [...]string{"Hit", "Reserved", "Wait", "Capacity", "Ambiguous", "Cancelled",
+	"Lost", "Dispatched", "Committed", "RolledBack", "Quarantined", "SettledAbsent", "Fenced",
+	"Ended", "Superseded", "Removed", "Bumped", "Advanced"}
+
+func (k ResultKind) String() string {
+	if int(k) < len(resultNames) {
+		return resultNames[k]
+	}
+	return "ResultKind(?)"
+}
+
+// Result is what an action's caller observes.
+type Result struct {
+	Kind    ResultKind
+	Target  int // target index, or None
+	Gen     int // generation, or 0
+	Attempt int // attempt id or binding version, or 0
+}
+
+var noResult = Result{Target: None}
+
+// Model is an executable instance of the spec for one configuration.
+// Its zero value is not usable; build it with New.
+type Model struct {
+	Cfg Config
+	ops ops
+	// Variants lists the broken variants applied with Override.
+	Variants []string
+}
+
+// ops are the definitions a TLC config may override (`Name <- Variant`).
+type ops struct {
+	Acquire  func(m *Model, s *State, r, k int) (State, Result, bool)
+	Complete func(m *Model, s *State, r int, o Outcome) (State, Result, bool)
+	Resolve  func(m *Model, s *State, k, a, g int, o Resolution) (State, Result, bool)
+	Expire   func(m *Model, s *State, k int) (State, Result, bool)
+	Close    func(m *Model, s *State, r int) (State, Result, bool)
+	Room     func(m *Model, s *State, k int) bool
+	// weakWaiterFairness replaces the waiters' strong fairness with weak.
+	weakWaiterFairness bool
+}
+
+// New returns the model for cfg.
+func New(cfg Config) (*Model, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	return &Model{Cfg: cfg, ops: ops{
+		Acquire:  acquire,
+		Complete: complete,
+		Resolve:  resolve,
+		Expire:   expire,
+		Close:    closeLease,
+		Room:     room,
+	}}, nil
+}
+
+// Expired: idle past its deadline. Stale: its target's generation moved on.
+func (m *Model) Expired(s *State, e *Entry) bool {
+	return e.St == Bound && e.Leases == 0 && e.Deadline <= s.Now
+}
+
+// Stale reports a Bound entry whose target's generation moved on.
+func (m *Model) Stale(s *State, e *Entry) bool {
+	return e.St == Bound && s.Gen[e.Target] != e.TGen
+}
+
+// LiveBound reports a Bound entry that is neither expired nor stale.
+func (m *Model) LiveBound(s *State, e *Entry) bool {
+	return e.St == Bound && !m.Expired(s, e) && !m.Stale(s, e)
+}
+
+// Occupies reports an entry that counts against the table's capacity.
+func (m *Model) Occupies(s *State, e *Entry) bool {
+	return e.St == Reserved || e.St == Dispatching || e.St == Quarantined || m.LiveBound(s, e)
+}
+
+// Room reports whether key k may take a slot: fewer than Capacity other
+// keys occupy one.
+func (m *Model) Room(s *State, k int) bool { return m.ops.Room(m, s, k) }
+
+func room(m *Model, s *State, k int) bool {
+	return m.occupiedExcept(s, k) < m.Cfg.Capacity
+}
+
+func (m *Model) occupiedExcept(s *State, k int) int {
+	n := 0
+	for j := range s.Table {
+		if j != k && m.Occupies(s, &s.Table[j]) {
+			n++
+		}
+	}
+	return n
+}
+
+func reservedEntry(r int, d int64) Entry {
+	e := AbsentEntry
+	e.St, e.Holder, e.Deadline = Reserved, r, d
+	return e
+}
+
+func dispatchingEntry(r, a, t, g int, d int64) Entry {
+	e := AbsentEntry
+	e.St, e.Holder, e.Attempt, e.Target, e.TGen, e.Deadline = Dispatching, r, a, t, g, d
+	return e
+}
+
+func quarantinedEntry(a, t, g int) Entry {
+	e := AbsentEntry
+	e.St, e.Attempt, e.Target, e.TGen = Quarantined, a, t, g
+	return e
+}
+
+func boundEntry(a, t, g, n int, d int64) Entry {
+	e := AbsentEntry
+	e.St, e.Attempt, e.Target, e.TGen, e.Leases, e.Deadline = Bound, a, t, g, n, d
+	return e
+}
+
+func reqAt(pc Pc, k, a int) Req { return Req{Pc: pc, Key: k, Attempt: a} }
+
+// Acquire(r, k): an idle request asks for key k, or a waiter on k asks again
+// after k changed.
+func (m *Model) Acquire(s *State, r, k int) (State, Result, bool) { return m.ops.Acquire(m, s, r, k) }
+
+func acquire(m *Model, s *State, r, k int) (State, Result, bool) {
+	e := s.Table[k]
+	q := s.Req[r]
+	if !(q.Pc == PcIdle || q.Pc == PcWaiting && q.Key == k && e.St != Reserved && e.St != Dispatching) {
+		return State{}, noResult, false
+	}
+	n := s.Clone()
+	switch {
+	case m.LiveBound(s, &e): // hit: take a lease
+		n.Table[k].Leases++
+		n.Req[r] = reqAt(PcHolding, k, e.Attempt)
+		return n, Result{Kind: ResHit, Target: e.Target, Gen: e.TGen, Attempt: e.Attempt}, true
+	case e.St == Reserved || e.St == Dispatching: // someone initializes: wait
+		n.Req[r] = reqAt(PcWaiting, k, 0)
+		return n, Result{Kind: ResWait, Target: None}, true
+	case e.St == Quarantined: // Ambiguous error
+		n.Req[r] = IdleReq
+		return n, Result{Kind: ResAmbiguous, Target: e.Target, Gen: e.TGen, Attempt: e.Attempt}, true
+	default: // absent, expired or stale
+		if m.Room(s, k) {
+			n.Table[k] = reservedEntry(r, s.Now+m.Cfg.InitTimeout)
+			n.Req[r] = reqAt(PcReserved, k, 0)
+			return n, Result{Kind: ResReserved, Target: None}, true
+		}
+		n.Req[r] = IdleReq // Capacity error
+		return n, Result{Kind: ResCapacity, Target: None}, true
+	}
+}
+
+// HoldsReservation reports whether request r holds its key's reservation.
+func (m *Model) HoldsReservation(s *State, r int) bool {
+	k := s.Req[r].Key
+	if k == None {
+		return false
+	}
+	e := &s.Table[k]
+	return e.St == Reserved && e.Holder == r
+}
+
+// Cancel(r): the initializer gives up before dispatching. A revoked
+// reservation is an error that changes nothing.
+func (m *Model) Cancel(s *State, r int) (State, Result, bool) {
+	q := s.Req[r]
+	if q.Pc != PcReserved && q.Pc != PcRevoked {
+		return State{}, noResult, false
+	}
+	n := s.Clone()
+	res := Result{Kind: ResLost, Target: None}
+	if m.HoldsReservation(s, r) {
+		n.Table[q.Key] = AbsentEntry
+		res.Kind = ResCancelled
+	}
+	n.Req[r] = IdleReq
+	return n, res, true
+}
+
+// BeginDispatch(r, t): dispatch to t under a fresh attempt id and t's
+// current generation.
+func (m *Model) BeginDispatch(s *State, r, t int) (State, Result, bool) {
+	q := s.Req[r]
+	if q.Pc != PcReserved && q.Pc != PcRevoked {
+		return State{}, noResult, false
+	}
+	if !m.HoldsReservation(s, r) { // reservation lost
+		n := s.Clone()
+		n.Req[r] = IdleReq
+		return n, Result{Kind: ResLost, Target: None}, true
+	}
+	if m.Cfg.MaxAttempt > 0 && s.NextAttempt > m.Cfg.MaxAttempt {
+		return State{}, noResult, false
+	}
+	n := s.Clone()
+	a := s.NextAttempt
+	n.Table[q.Key] = dispatchingEntry(r, a, t, s.Gen[t], s.Now+m.Cfg.InitTimeout)
+	n.Req[r] = reqAt(PcDispatching, q.Key, a)
+	n.NextAttempt = a + 1
+	return n, Result{Kind: ResDispatched, Target: t, Gen: s.Gen[t], Attempt: a}, true
+}
+
+// CurrentAttempt reports whether the attempt request r's dispatch guard
+// names is still its key's Dispatching or Quarantined attempt.
+func (m *Model) CurrentAttempt(s *State, r int) bool {
+	q := s.Req[r]
+	if q.Key == None {
+		return false
+	}
+	e := &s.Table[q.Key]
+	return (e.St == Dispatching || e.St == Quarantined) && e.Attempt == q.Attempt
+}
+
+// Complete(r, o): the dispatcher learns outcome o. A stale attempt is fenced;
+// a late result settles a quarantined attempt.
+func (m *Model) Complete(s *State, r int, o Outcome) (State, Result, bool) {
+	return m.ops.Complete(m, s, r, o)
+}
+
+func complete(m *Model, s *State, r int, o Outcome) (State, Result, bool) {
+	q := s.Req[r]
+	if q.Pc != PcDispatching && q.Pc != PcLate {
+		return State{}, noResult, false
+	}
+	n := s.Clone()
+	if !m.CurrentAttempt(s, r) { // fenced
+		n.Req[r] = IdleReq
+		return n, Result{Kind: ResFenced, Target: None, Attempt: q.Attempt}, true
+	}
+	return settle(m, s, n, r, o)
+}
+
+// settle applies outcome o to request r's current attempt.
+func settle(m *Model, s *State, n State, r int, o Outcome) (State, Result, bool) {
+	k := s.Req[r].Key
+	e := s.Table[k]
+	switch {
+	case o == Accepted:
+		n.Table[k] = boundEntry(e.Attempt, e.Target, e.TGen, 1, s.Now+m.Cfg.TTL)
+		n.Req[r] = reqAt(PcHolding, k, e.Attempt)
+		return n, Result{Kind: ResCommitted, Target: e.Target, Gen: e.TGen, Attempt: e.Attempt}, true
+	case o == DefinitelyNotAccepted && e.St == Dispatching:
+		n.Table[k] = reservedEntry(r, s.Now+m.Cfg.InitTimeout)
+		n.Req[r] = reqAt(PcReserved, k, 0)
+		return n, Result{Kind: ResRolledBack, Target: None}, true
+	case o == DefinitelyNotAccepted: // late: settles to absent
+		n.Table[k] = AbsentEntry
+		n.Req[r] = IdleReq
+		return n, Result{Kind: ResSettledAbsent, Target: None, Attempt: e.Attempt}, true
+	default: // Ambiguous: quarantine
+		n.Table[k] = quarantinedEntry(e.Attempt, e.Target, e.TGen)
+		n.Req[r] = IdleReq
+		return n, Result{Kind: ResQuarantined, Target: e.Target, Gen: e.TGen, Attempt: e.Attempt}, true
+	}
+}
+
+// Resolve(k, a, g, o): settle a quarantined key, fenced by attempt id and
+// generation; a mismatch is rejected and changes nothing.
+func (m *Model) Resolve(s *State, k, a, g int, o Resolution) (State, Result, bool) {
+	return m.ops.Resolve(m, s, k, a, g, o)
+}
+
+func resolve(m *Model, s *State, k, a, g int, o Resolution) (State, Result, bool) {
+	e := s.Table[k]
+	if e.St != Quarantined {
+		return State{}, noResult, false
+	}
+	if a != e.Attempt || g != e.TGen {
+		return s.Clone(), Result{Kind: ResFenced, Target: e.Target, Gen: e.TGen, Attempt: e.Attempt}, true
+	}
+	return applyResolution(m, s, k, o)
+}
+
+func applyResolution(m *Model, s *State, k int, o Resolution) (State, Result, bool) {
+	e := s.Table[k]
+	n := s.Clone()
+	if o == ResolvedAccepted {
+		n.Table[k] = boundEntry(e.Attempt, e.Target, e.TGen, 0, s.Now+m.Cfg.TTL)
+		return n, Result{Kind: ResCommitted, Target: e.Target, Gen: e.TGen, Attempt: e.Attempt}, true
+	}
+	n.Table[k] = AbsentEntry
+	return n, Result{Kind: ResSettledAbsent, Target: None, Attempt: e.Attempt}, true
+}
+
+// HoldsLease reports whether request r's lease names its key's current
+// binding version.
+func (m *Model) HoldsLease(s *State, r int) bool {
+	q := s.Req[r]
+	if q.Key == None {
+		return false
+	}
+	e := &s.Table[q.Key]
+	return e.St == Bound && e.Attempt == q.Attempt
+}
+
+// endLease: the count drops; a closing binding goes at its last lease; a
+// lease on a superseded version changes nothing but itself.
+func (m *Model) endLease(s *State, r int, refresh bool) (State, Result, bool) {
+	q := s.Req[r]
+	if q.Pc != PcHolding {
+		return State{}, noResult, false
+	}
+	n := s.Clone()
+	n.Req[r] = IdleReq
+	if !m.HoldsLease(s, r) {
+		return n, Result{Kind: ResSuperseded, Target: None, Attempt: q.Attempt}, true
+	}
+	e := s.Table[q.Key]
+	switch {
+	case e.Leases == 1 && e.Closing:
+		n.Table[q.Key] = AbsentEntry
+	default:
+		n.Table[q.Key].Leases--
+		if refresh && e.Leases == 1 {
+			n.Table[q.Key].Deadline = s.Now + m.Cfg.TTL
+		}
+	}
+	return n, Result{Kind: ResEnded, Target: None, Attempt: q.Attempt}, true
+}
+
+// Release(r): the request is done; at zero leases the idle deadline restarts.
+func (m *Model) Release(s *State, r int) (State, Result, bool) { return m.endLease(s, r, true) }
+
+// Abandon(r): the lease ends without refreshing the idle deadline.
+func (m *Model) Abandon(s *State, r int) (State, Result, bool) { return m.endLease(s, r, false) }
+
+// Invalidate(r): the binding is bad; remove it if still current, else act as
+// Release.
+func (m *Model) Invalidate(s *State, r int) (State, Result, bool) {
+	q := s.Req[r]
+	if q.Pc != PcHolding {
+		return State{}, noResult, false
+	}
+	if !m.HoldsLease(s, r) {
+		return m.Release(s, r)
+	}
+	n := s.Clone()
+	n.Table[q.Key] = AbsentEntry
+	n.Req[r] = IdleReq
+	return n, Result{Kind: ResEnded, Target: None, Attempt: q.Attempt}, true
+}
+
+// Close(r): the session's final request. The binding is removed when its
+// last lease ends, never while others still hold leases.
+func (m *Model) Close(s *State, r int) (State, Result, bool) { return m.ops.Close(m, s, r) }
+
+func closeLease(m *Model, s *State, r int) (State, Result, bool) {
+	q := s.Req[r]
+	if q.Pc != PcHolding {
+		return State{}, noResult, false
+	}
+	n := s.Clone()
+	n.Req[r] = IdleReq
+	if !m.HoldsLease(s, r) {
+		return n, Result{Kind: ResSuperseded, Target: None, Attempt: q.Attempt}, true
+	}
+	if s.Table[q.Key].Leases == 1 {
+		n.Table[q.Key] = AbsentEntry
+	} else {
+		n.Table[q.Key].Leases--
+		n.Table[q.Key].Closing = true
+	}
+	return n, Result{Kind: ResEnded, Target: None, Attempt: q.Attempt}, true
+}
+
+func (m *Model) removeIf(s *State, k int, cond bool) (State, Result, bool) {
+	if !cond {
+		return State{}, noResult, false
+	}
+	n := s.Clone()
+	n.Table[k] = AbsentEntry
+	return n, Result{Kind: ResRemoved, Target: None}, true
+}
+
+// InvalidateKey(k): the router drops k's binding.
+func (m *Model) InvalidateKey(s *State, k int) (State, Result, bool) {
+	return m.removeIf(s, k, s.Table[k].St == Bound)
+}
+
+// Expire(k): an idle binding past its deadline is reclaimed (lazily on access
+// and by the reaper).
+func (m *Model) Expire(s *State, k int) (State, Result, bool) { return m.ops.Expire(m, s, k) }
+
+func expire(m *Model, s *State, k int) (State, Result, bool) {
+	return m.removeIf(s, k, m.Expired(s, &s.Table[k]))
+}
+
+// DropStale(k): a binding whose target's generation moved on is removed,
+// leases or not (the reaper's eager half of the generation fence).
+func (m *Model) DropStale(s *State, k int) (State, Result, bool) {
+	return m.removeIf(s, k, m.Stale(s, &s.Table[k]))
+}
+
+// ReservationTimeout(k): reserved too long -> absent; the holder's
+// reservation is revoked.
+func (m *Model) ReservationTimeout(s *State, k int) (State, Result, bool) {
+	e := s.Table[k]
+	if e.St != Reserved || e.Deadline > s.Now {
+		return State{}, noResult, false
+	}
+	n := s.Clone()
+	n.Table[k] = AbsentEntry
+	n.Req[e.Holder].Pc = PcRevoked
+	return n, Result{Kind: ResRemoved, Target: None}, true
+}
+
+// DispatchTimeout(k): dispatching too long -> quarantined; the guard is now
+// late and may still deliver the real result.
+func (m *Model) DispatchTimeout(s *State, k int) (State, Result, bool) {
+	e := s.Table[k]
+	if e.St != Dispatching || e.Deadline > s.Now {
+		return State{}, noResult, false
+	}
+	n := s.Clone()
+	n.Table[k] = quarantinedEntry(e.Attempt, e.Target, e.TGen)
+	n.Req[e.Holder].Pc = PcLate
+	return n, Result{Kind: ResQuarantined, Target: e.Target, Gen: e.TGen, Attempt: e.Attempt}, true
+}
+
+// Bump(t): target t left or rejoined; its generation moves on.
+func (m *Model) Bump(s *State, t int) (State, Result, bool) {
+	if m.Cfg.MaxGen > 0 && s.Gen[t] >= m.Cfg.MaxGen {
+		return State{}, noResult, false
+	}
+	n := s.Clone()
+	n.Gen[t]++
+	return n, Result{Kind: ResBumped, Target: t, Gen: n.Gen[t]}, true
+}
+
+// Advance(t): the clock moves forward to t. Going backwards, or to a time
+// whose deadlines would not be representable, is rejected.
+func (m *Model) Advance(s *State, t int64) (State, Result, bool) {
+	if !m.AdvanceAllowed(s, t) {
+		return State{}, noResult, false
+	}
+	n := s.Clone()
+	n.Now = t
+	return n, Result{Kind: ResAdvanced, Target: None}, true
+}
+
+// AdvanceAllowed is Advance's guard: t > now and t + max(TTL, InitTimeout)
+// fits below MaxClock (checked without overflowing).
+func (m *Model) AdvanceAllowed(s *State, t int64) bool {
+	d := max(m.Cfg.TTL, m.Cfg.InitTimeout)
+	return t > s.Now && t <= m.Cfg.MaxClock-d
+}

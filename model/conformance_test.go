@@ -1,0 +1,240 @@
+package model
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+const specDir = "../spec/tla"
+
+// tlcResult is what spec/tla/tlc.sh recorded of a TLC run.
+type tlcResult struct {
+	Config       string `json:"config"`
+	Distinct     int    `json:"distinct"`
+	Generated    int64  `json:"generated"`
+	Depth        int    `json:"depth"`
+	StateSetHash string `json:"state_set_hash"`
+	Violation    *struct {
+		Property    string `json:"property"`
+		Kind        string `json:"kind"`
+		TraceLength int    `json:"trace_length"`
+	} `json:"violation"`
+}
+
+func readResult(t *testing.T, cfg string) tlcResult {
+	t.Helper()
+	name := strings.TrimSuffix(filepath.Base(cfg), ".cfg")
+	b, err := os.ReadFile(filepath.Join(specDir, "results", name+".json"))
+	if err != nil {
+		t.Fatalf("no TLC result for %s (run `make tlc` with TLA2TOOLS_JAR set): %v", cfg, err)
+	}
+	var r tlcResult
+	if err := json.Unmarshal(b, &r); err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	return r
+}
+
+func configs(t *testing.T) []string {
+	t.Helper()
+	cfgs, err := filepath.Glob(filepath.Join(specDir, "MC*.cfg"))
+	if err != nil || len(cfgs) == 0 {
+		t.Fatalf("no TLC configs in %s: %v", specDir, err)
+	}
+	return cfgs
+}
+
+func explore(t *testing.T, cfg string) (*Model, *Report) {
+	t.Helper()
+	c, err := ReadTLCConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := c.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts, err := OptionsFor(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := m.Explore(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m, rep
+}
+
+// TestConformance explores every committed TLC config and compares the
+// result with what TLC reported: the same distinct states, generated steps,
+// depth and state set for configs that pass; the same violated property with
+// a shortest trace of the same length for the MCBug* configs, which must fail.
+func TestConformance(t *testing.T) {
+	for _, cfg := range configs(t) {
+		name := filepath.Base(cfg)
+		t.Run(name, func(t *testing.T) {
+			if raceEnabled && name == "MCPlacement.cfg" {
+				t.Skip("1.5M states under the race detector; `make test` runs this config without -race")
+			}
+			want := readResult(t, cfg)
+			m, rep := explore(t, cfg)
+			t.Logf("%s: %d distinct, %d generated, depth %d, %.1fs, %.0f states/s",
+				name, rep.Distinct, rep.Generated, rep.Depth, rep.Elapsed.Seconds(), rep.StatesPerSecond())
+			mustFail := strings.HasPrefix(name, "MCBug")
+			if mustFail != (want.Violation != nil) {
+				t.Fatalf("TLC data for %s says violation=%v; MCBug configs must fail, others pass", name, want.Violation != nil)
+			}
+			if want.Violation == nil {
+				if rep.Violation != nil {
+					t.Fatalf("explorer: %s %s violated, TLC found no error:\n%s",
+						rep.Violation.Kind, rep.Violation.Property, m.FormatTrace(rep.Violation))
+				}
+				if rep.Distinct != want.Distinct || rep.Generated != want.Generated || rep.Depth != want.Depth {
+					t.Errorf("explorer found %d distinct / %d generated / depth %d; TLC %d / %d / %d",
+						rep.Distinct, rep.Generated, rep.Depth, want.Distinct, want.Generated, want.Depth)
+				}
+				if want.StateSetHash == "" {
+					t.Errorf("TLC data for %s has no state-set hash", name)
+				} else if rep.StateSetHash != want.StateSetHash {
+					t.Errorf("state sets differ: explorer %s, TLC %s", rep.StateSetHash, want.StateSetHash)
+				}
+				if un := rep.UnreachedActions(); len(un) > 0 {
+					t.Errorf("actions never exercised: %v", un)
+				}
+				return
+			}
+			if rep.Violation == nil {
+				t.Fatalf("explorer found no violation; TLC reports %s %s", want.Violation.Kind, want.Violation.Property)
+			}
+			if rep.Violation.Property != want.Violation.Property || rep.Violation.Kind != want.Violation.Kind {
+				t.Fatalf("explorer: %s %s violated; TLC: %s %s", rep.Violation.Kind, rep.Violation.Property,
+					want.Violation.Kind, want.Violation.Property)
+			}
+			// TLC's liveness counterexamples are not shortest; safety ones are.
+			if want.Violation.Kind != "liveness" && len(rep.Violation.Trace) != want.Violation.TraceLength {
+				t.Errorf("explorer trace has %d states, TLC's %d", len(rep.Violation.Trace), want.Violation.TraceLength)
+			}
+		})
+	}
+}
+
+// TestConformanceDetectsDrift shows the comparison has teeth: a model that
+// differs from the spec in any one definition (each broken variant applied
+// to MCLiveness.cfg, whose TLC data was recorded without it) no longer
+// passes the comparison TestConformance makes, through a different state
+// set or a violated property.
+func TestConformanceDetectsDrift(t *testing.T) {
+	cfg := filepath.Join(specDir, "MCLiveness.cfg")
+	want := readResult(t, cfg)
+	for _, name := range VariantNames() {
+		c, err := ReadTLCConfig(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.Overrides[variants[name].replaces] = name
+		m, err := c.Load()
+		if err != nil {
+			t.Fatal(err)
+		}
+		opts, err := OptionsFor(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rep, err := m.Explore(opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rep.Violation == nil && rep.StateSetHash == want.StateSetHash {
+			t.Errorf("%s: same state set as TLC and no property violated; drift would go unnoticed", name)
+		} else if rep.Violation != nil {
+			t.Logf("%s: caught, %s %s violated", name, rep.Violation.Kind, rep.Violation.Property)
+		} else {
+			t.Logf("%s: caught, state set differs from TLC's", name)
+		}
+	}
+}
+
+var tlaDef = regexp.MustCompile(`(?m)^([A-Za-z][A-Za-z0-9_]*)(?:\([^)]*\))? ==`)
+
+func tlaDefinitions(t *testing.T, file string) map[string]bool {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(specDir, file))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defs := map[string]bool{}
+	for _, m := range tlaDef.FindAllStringSubmatch(string(b), -1) {
+		defs[m[1]] = true
+	}
+	return defs
+}
+
+// TestNamesMatchSpec fails when the spec and the model drift apart in what
+// they name: the actions of Next (in order), the properties and the variants.
+func TestNamesMatchSpec(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join(specDir, "Placement.tla"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := string(b)
+	i := strings.Index(src, "\nNext ==")
+	j := strings.Index(src[i:], "\n\n")
+	if i < 0 || j < 0 {
+		t.Fatal("no Next definition in Placement.tla")
+	}
+	var inNext []string
+	for _, m := range regexp.MustCompile(`:\s*([A-Z][A-Za-z]*)\(`).FindAllStringSubmatch(src[i:i+j], -1) {
+		inNext = append(inNext, m[1])
+	}
+	if strings.Join(inNext, " ") != strings.Join(ActionNames[:], " ") {
+		t.Errorf("Next in Placement.tla has actions\n  %v\nthe model has\n  %v", inNext, ActionNames)
+	}
+	defs := tlaDefinitions(t, "Placement.tla")
+	for _, n := range PropertyNames() {
+		if !defs[n] {
+			t.Errorf("the model checks %s, which Placement.tla does not define", n)
+		}
+	}
+	for _, n := range []string{"Fairness", "Room"} {
+		if !defs[n] {
+			t.Errorf("Placement.tla does not define %s, which variants override", n)
+		}
+	}
+	mc := tlaDefinitions(t, "MCPlacement.tla")
+	var bugs []string
+	for n := range mc {
+		if strings.HasPrefix(n, "Bug") {
+			bugs = append(bugs, n)
+		}
+	}
+	for _, n := range bugs {
+		if _, ok := variants[n]; !ok {
+			t.Errorf("MCPlacement.tla defines %s, which the model lacks", n)
+		}
+	}
+	for _, n := range VariantNames() {
+		if !mc[n] {
+			t.Errorf("the model has variant %s, which MCPlacement.tla lacks", n)
+		}
+	}
+	// Every variant is exercised by a committed MCBug config.
+	used := map[string]bool{}
+	for _, cfg := range configs(t) {
+		c, err := ReadTLCConfig(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, v := range c.Overrides {
+			used[v] = true
+		}
+	}
+	for _, n := range VariantNames() {
+		if !used[n] {
+			t.Errorf("variant %s has no MCBug config that must catch it", n)
+		}
+	}
+}

@@ -1,0 +1,221 @@
+package model
+
+// LivenessProperty is a spec property P ~> Q where P is "request r is at pc
+// At" and Q its negation, for every request r.
+type LivenessProperty struct {
+	Name string
+	At   Pc
+}
+
+// LivenessProperties are the spec's liveness properties, by name.
+var LivenessProperties = map[string]LivenessProperty{
+	"ReservationsEnd": {"ReservationsEnd", PcReserved},
+	"DispatchesEnd":   {"DispatchesEnd", PcDispatching},
+	"WaitersReturn":   {"WaitersReturn", PcWaiting},
+}
+
+// LivenessOutcome records how a liveness property was checked.
+type LivenessOutcome struct {
+	Property   string
+	Components int // strongly connected components examined
+	Holds      bool
+}
+
+// fairness is one conjunct of the spec's Fairness for request r.
+type fairness struct {
+	strong  bool
+	enabled func(s *State) bool // ENABLED <A>_vars
+	taken   func(from *State, e edge) bool
+}
+
+// fairnessFor returns the spec's Fairness conjuncts for request r:
+// WF(Cancel(r) \/ BeginDispatch(r, _)), WF(Dispatching /\ Complete(r, _)),
+// SF(Waiting /\ Acquire(r, key)) (WF under BugWeakWaiterFairness).
+func (m *Model) fairnessFor(r int) []fairness {
+	return []fairness{
+		{
+			enabled: func(s *State) bool { return s.Req[r].Pc == PcReserved || s.Req[r].Pc == PcRevoked },
+			taken: func(_ *State, e edge) bool {
+				return int(e.r) == r && (e.act == ActCancel || e.act == ActBeginDispatch)
+			},
+		},
+		{
+			enabled: func(s *State) bool { return s.Req[r].Pc == PcDispatching },
+			taken: func(from *State, e edge) bool {
+				return int(e.r) == r && e.act == ActComplete && from.Req[r].Pc == PcDispatching
+			},
+		},
+		{
+			strong: !m.ops.weakWaiterFairness,
+			enabled: func(s *State) bool {
+				if s.Req[r].Pc != PcWaiting {
+					return false
+				}
+				_, _, ok := m.Acquire(s, r, s.Req[r].Key)
+				return ok
+			},
+			taken: func(from *State, e edge) bool {
+				return int(e.r) == r && e.act == ActAcquire && from.Req[r].Pc == PcWaiting
+			},
+		},
+	}
+}
+
+// checkLiveness looks, for every request r, for a fair behaviour that
+// reaches a state with r at p.At and stays there forever: a strongly
+// connected set of such states (a single state may stutter) in which every
+// weakly fair action is disabled somewhere or taken, and every strongly fair
+// action is disabled everywhere or taken (states where an untaken strongly
+// fair action is enabled are removed and the rest examined again, as in
+// Emerson-Lei).
+func (m *Model) checkLiveness(g *graph, p LivenessProperty, trace func(int32) []Step) (LivenessOutcome, *Violation) {
+	out := LivenessOutcome{Property: p.Name, Holds: true}
+	states := make([]State, len(g.keys))
+	for i, k := range g.keys {
+		states[i], _ = DecodeKey(k)
+	}
+	var fair []fairness // Fairness is a conjunction over every request
+	for r := range m.Cfg.Requests {
+		fair = append(fair, m.fairnessFor(r)...)
+	}
+	for r := range m.Cfg.Requests {
+		in := make([]bool, len(states))
+		for i := range states {
+			in[i] = states[i].Req[r].Pc == p.At
+		}
+		var found []int32
+		var visit func(in []bool) bool
+		visit = func(in []bool) bool {
+			for _, comp := range sccs(g, in) {
+				out.Components++
+				inComp := map[int32]bool{}
+				for _, v := range comp {
+					inComp[v] = true
+				}
+				fairComp, drop := true, []int32(nil)
+				for _, f := range fair {
+					enabledAll, enabledSome, taken := true, false, false
+					for _, v := range comp {
+						en := f.enabled(&states[v])
+						enabledAll = enabledAll && en
+						enabledSome = enabledSome || en
+						for _, e := range g.edges[v] {
+							if inComp[e.to] && f.taken(&states[v], e) {
+								taken = true
+							}
+						}
+					}
+					if taken {
+						continue
+					}
+					if !f.strong && enabledAll {
+						fairComp = false
+					}
+					if f.strong && enabledSome {
+						fairComp = false
+						for _, v := range comp {
+							if f.enabled(&states[v]) {
+								drop = append(drop, v)
+							}
+						}
+					}
+				}
+				if fairComp {
+					found = comp
+					return true
+				}
+				if len(drop) > 0 && len(drop) < len(comp) {
+					sub := make([]bool, len(in))
+					for _, v := range comp {
+						sub[v] = true
+					}
+					for _, v := range drop {
+						sub[v] = false
+					}
+					if visit(sub) {
+						return true
+					}
+				}
+			}
+			return false
+		}
+		if visit(in) {
+			out.Holds = false
+			v := &Violation{Property: p.Name, Kind: "liveness", Trace: trace(found[0])}
+			for _, id := range found[:min(len(found), 8)] {
+				v.Cycle = append(v.Cycle, Step{State: states[id]})
+			}
+			return out, v
+		}
+	}
+	return out, nil
+}
+
+// sccs returns the strongly connected components of the subgraph induced by
+// the states with in[v] set (iterative Tarjan).
+func sccs(g *graph, in []bool) [][]int32 {
+	n := len(in)
+	index := make([]int32, n)
+	low := make([]int32, n)
+	onStack := make([]bool, n)
+	for i := range index {
+		index[i] = -1
+	}
+	var stack []int32
+	var out [][]int32
+	next := int32(0)
+	type frame struct {
+		v  int32
+		ei int
+	}
+	for root := 0; root < n; root++ {
+		if !in[root] || index[root] >= 0 {
+			continue
+		}
+		call := []frame{{v: int32(root)}}
+		index[root], low[root] = next, next
+		next++
+		stack = append(stack, int32(root))
+		onStack[root] = true
+		for len(call) > 0 {
+			f := &call[len(call)-1]
+			v := f.v
+			if f.ei < len(g.edges[v]) {
+				w := g.edges[v][f.ei].to
+				f.ei++
+				if !in[w] {
+					continue
+				}
+				if index[w] < 0 {
+					index[w], low[w] = next, next
+					next++
+					stack = append(stack, w)
+					onStack[w] = true
+					call = append(call, frame{v: w})
+				} else if onStack[w] {
+					low[v] = min(low[v], index[w])
+				}
+				continue
+			}
+			if low[v] == index[v] {
+				var comp []int32
+				for {
+					w := stack[len(stack)-1]
+					stack = stack[:len(stack)-1]
+					onStack[w] = false
+					comp = append(comp, w)
+					if w == v {
+						break
+					}
+				}
+				out = append(out, comp)
+			}
+			call = call[:len(call)-1]
+			if len(call) > 0 {
+				u := call[len(call)-1].v
+				low[u] = min(low[u], low[v])
+			}
+		}
+	}
+	return out
+}

@@ -1,0 +1,428 @@
+package model
+
+import (
+	"bufio"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// Key is a compact canonical encoding of s: two states are equal exactly
+// when their keys are. The explorer deduplicates on it and the state-set
+// hash is computed over it.
+func (s *State) Key() string {
+	b := make([]byte, 0, 16+len(s.Gen)+len(s.Table)*10+len(s.Req)*3)
+	b = binary.AppendVarint(b, s.Now)
+	b = binary.AppendVarint(b, int64(s.NextAttempt))
+	b = binary.AppendUvarint(b, uint64(len(s.Gen)))
+	for _, g := range s.Gen {
+		b = binary.AppendVarint(b, int64(g))
+	}
+	b = binary.AppendUvarint(b, uint64(len(s.Table)))
+	for _, e := range s.Table {
+		c := byte(0)
+		if e.Closing {
+			c = 1
+		}
+		b = append(b, byte(e.St), c)
+		b = binary.AppendVarint(b, int64(e.Holder))
+		b = binary.AppendVarint(b, int64(e.Attempt))
+		b = binary.AppendVarint(b, int64(e.Target))
+		b = binary.AppendVarint(b, int64(e.TGen))
+		b = binary.AppendVarint(b, e.Deadline)
+		b = binary.AppendVarint(b, int64(e.Leases))
+	}
+	b = binary.AppendUvarint(b, uint64(len(s.Req)))
+	for _, q := range s.Req {
+		b = append(b, byte(q.Pc))
+		b = binary.AppendVarint(b, int64(q.Key))
+		b = binary.AppendVarint(b, int64(q.Attempt))
+	}
+	return string(b)
+}
+
+// DecodeKey is the inverse of Key.
+func DecodeKey(key string) (State, error) {
+	b := []byte(key)
+	var err error
+	vi := func() int64 {
+		v, n := binary.Varint(b)
+		if n <= 0 {
+			err = fmt.Errorf("model: corrupt state key")
+			return 0
+		}
+		b = b[n:]
+		return v
+	}
+	uv := func() int {
+		v, n := binary.Uvarint(b)
+		if n <= 0 || v > 1<<20 {
+			err = fmt.Errorf("model: corrupt state key")
+			return 0
+		}
+		b = b[n:]
+		return int(v)
+	}
+	by := func() byte {
+		if len(b) == 0 {
+			err = fmt.Errorf("model: corrupt state key")
+			return 0
+		}
+		c := b[0]
+		b = b[1:]
+		return c
+	}
+	var s State
+	s.Now = vi()
+	s.NextAttempt = int(vi())
+	s.Gen = make([]int, uv())
+	for i := range s.Gen {
+		s.Gen[i] = int(vi())
+	}
+	s.Table = make([]Entry, uv())
+	for i := range s.Table {
+		e := &s.Table[i]
+		e.St = EntryState(by())
+		e.Closing = by() == 1
+		e.Holder, e.Attempt, e.Target, e.TGen = int(vi()), int(vi()), int(vi()), int(vi())
+		e.Deadline = vi()
+		e.Leases = int(vi())
+	}
+	s.Req = make([]Req, uv())
+	for i := range s.Req {
+		q := &s.Req[i]
+		q.Pc = Pc(by())
+		q.Key, q.Attempt = int(vi()), int(vi())
+	}
+	if err == nil && len(b) != 0 {
+		err = fmt.Errorf("model: trailing bytes in state key")
+	}
+	return s, err
+}
+
+// StateSetHash is the SHA-256 of a set of state keys, independent of order.
+func StateSetHash(keys []string) string {
+	sorted := append([]string(nil), keys...)
+	sort.Strings(sorted)
+	h := sha256.New()
+	var n [binary.MaxVarintLen64]byte
+	for _, k := range sorted {
+		h.Write(n[:binary.PutUvarint(n[:], uint64(len(k)))])
+		h.Write([]byte(k))
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+func nameOr(names []string, i int, none string) string {
+	if i == None || i < 0 || i >= len(names) {
+		return none
+	}
+	return names[i]
+}
+
+// FormatState renders s as TLC prints a state.
+func (m *Model) FormatState(s *State) string {
+	c := &m.Cfg
+	var b strings.Builder
+	fmt.Fprintf(&b, "/\\ now = %d\n", s.Now)
+	b.WriteString("/\\ gen = (")
+	for t, g := range s.Gen {
+		if t > 0 {
+			b.WriteString(" @@ ")
+		}
+		fmt.Fprintf(&b, "%s :> %d", c.Targets[t], g)
+	}
+	b.WriteString(")\n")
+	fmt.Fprintf(&b, "/\\ nextAttempt = %d\n", s.NextAttempt)
+	b.WriteString("/\\ table = (")
+	for k, e := range s.Table {
+		if k > 0 {
+			b.WriteString(" @@\n    ")
+		}
+		fmt.Fprintf(&b, "%s :> [st |-> %q, holder |-> %s, attempt |-> %d, target |-> %s, tgen |-> %d, deadline |-> %d, leases |-> %d, closing |-> %s]",
+			c.Keys[k], e.St.String(), nameOr(c.Requests, e.Holder, "NoReq"), e.Attempt,
+			nameOr(c.Targets, e.Target, "NoTarget"), e.TGen, e.Deadline, e.Leases,
+			strings.ToUpper(strconv.FormatBool(e.Closing)))
+	}
+	b.WriteString(")\n")
+	b.WriteString("/\\ req = (")
+	for r, q := range s.Req {
+		if r > 0 {
+			b.WriteString(" @@\n    ")
+		}
+		fmt.Fprintf(&b, "%s :> [pc |-> %q, key |-> %s, attempt |-> %d]",
+			c.Requests[r], q.Pc.String(), nameOr(c.Keys, q.Key, "NoKey"), q.Attempt)
+	}
+	b.WriteString(")\n")
+	return b.String()
+}
+
+// tlaValue is a parsed TLA+ value as TLC prints it.
+type tlaValue struct {
+	kind   byte // 'i' int, 's' string, 'b' bool, 'm' model value, 'r' record, 'f' function
+	num    int64
+	str    string
+	fields map[string]*tlaValue // records and functions over model values
+}
+
+type tlaParser struct {
+	s   string
+	pos int
+}
+
+func (p *tlaParser) skip() {
+	for p.pos < len(p.s) && strings.ContainsRune(" \t\r\n", rune(p.s[p.pos])) {
+		p.pos++
+	}
+}
+
+func (p *tlaParser) eat(tok string) bool {
+	p.skip()
+	if strings.HasPrefix(p.s[p.pos:], tok) {
+		p.pos += len(tok)
+		return true
+	}
+	return false
+}
+
+func (p *tlaParser) fail(what string) error {
+	end := min(p.pos+30, len(p.s))
+	return fmt.Errorf("tla: expected %s at %q", what, p.s[p.pos:end])
+}
+
+func (p *tlaParser) ident() string {
+	p.skip()
+	i := p.pos
+	for p.pos < len(p.s) {
+		c := p.s[p.pos]
+		if c == '_' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' {
+			p.pos++
+			continue
+		}
+		break
+	}
+	return p.s[i:p.pos]
+}
+
+func (p *tlaParser) value() (*tlaValue, error) {
+	p.skip()
+	if p.pos >= len(p.s) {
+		return nil, p.fail("a value")
+	}
+	switch c := p.s[p.pos]; {
+	case c == '"':
+		end := strings.IndexByte(p.s[p.pos+1:], '"')
+		if end < 0 {
+			return nil, p.fail("a closing quote")
+		}
+		v := &tlaValue{kind: 's', str: p.s[p.pos+1 : p.pos+1+end]}
+		p.pos += end + 2
+		return v, nil
+	case c == '-' || c >= '0' && c <= '9':
+		i := p.pos
+		p.pos++
+		for p.pos < len(p.s) && p.s[p.pos] >= '0' && p.s[p.pos] <= '9' {
+			p.pos++
+		}
+		n, err := strconv.ParseInt(p.s[i:p.pos], 10, 64)
+		return &tlaValue{kind: 'i', num: n}, err
+	case c == '[':
+		p.pos++
+		v := &tlaValue{kind: 'r', fields: map[string]*tlaValue{}}
+		for {
+			name := p.ident()
+			if name == "" || !p.eat("|->") {
+				return nil, p.fail("a record field")
+			}
+			f, err := p.value()
+			if err != nil {
+				return nil, err
+			}
+			v.fields[name] = f
+			if p.eat("]") {
+				return v, nil
+			}
+			if !p.eat(",") {
+				return nil, p.fail("',' or ']'")
+			}
+		}
+	case c == '(':
+		p.pos++
+		v := &tlaValue{kind: 'f', fields: map[string]*tlaValue{}}
+		for {
+			name := p.ident()
+			if name == "" || !p.eat(":>") {
+				return nil, p.fail("a function pair")
+			}
+			f, err := p.value()
+			if err != nil {
+				return nil, err
+			}
+			v.fields[name] = f
+			if p.eat(")") {
+				return v, nil
+			}
+			if !p.eat("@@") {
+				return nil, p.fail("'@@' or ')'")
+			}
+		}
+	default:
+		name := p.ident()
+		switch name {
+		case "":
+			return nil, p.fail("a value")
+		case "TRUE", "FALSE":
+			return &tlaValue{kind: 'b', num: map[bool]int64{true: 1}[name == "TRUE"]}, nil
+		}
+		return &tlaValue{kind: 'm', str: name}, nil
+	}
+}
+
+// ParseState reads a state as TLC prints it (`/\ var = value` lines).
+func (m *Model) ParseState(text string) (State, error) {
+	vars := map[string]*tlaValue{}
+	p := &tlaParser{s: text}
+	for {
+		p.skip()
+		if p.pos >= len(p.s) {
+			break
+		}
+		if !p.eat(`/\`) {
+			return State{}, p.fail(`'/\'`)
+		}
+		name := p.ident()
+		if !p.eat("=") {
+			return State{}, p.fail("'='")
+		}
+		v, err := p.value()
+		if err != nil {
+			return State{}, err
+		}
+		vars[name] = v
+	}
+	return m.stateFromValues(vars)
+}
+
+func (m *Model) stateFromValues(vars map[string]*tlaValue) (State, error) {
+	c := &m.Cfg
+	var err error
+	get := func(v *tlaValue, kind byte, what string) *tlaValue {
+		if v == nil || v.kind != kind {
+			if err == nil {
+				err = fmt.Errorf("tla: %s is missing or of the wrong kind", what)
+			}
+			return &tlaValue{fields: map[string]*tlaValue{}}
+		}
+		return v
+	}
+	index := func(names []string, none string, v *tlaValue, what string) int {
+		v = get(v, 'm', what)
+		if v.str == none {
+			return None
+		}
+		for i, n := range names {
+			if n == v.str {
+				return i
+			}
+		}
+		if err == nil {
+			err = fmt.Errorf("tla: %s names unknown value %s", what, v.str)
+		}
+		return None
+	}
+	num := func(v *tlaValue, what string) int64 { return get(v, 'i', what).num }
+	fn := func(name string, dom []string) []*tlaValue {
+		f := get(vars[name], 'f', name)
+		if err == nil && len(f.fields) != len(dom) {
+			err = fmt.Errorf("tla: %s has %d entries, want %d", name, len(f.fields), len(dom))
+		}
+		out := make([]*tlaValue, len(dom))
+		for i, d := range dom {
+			out[i] = f.fields[d]
+		}
+		return out
+	}
+	var s State
+	s.Now = num(vars["now"], "now")
+	s.NextAttempt = int(num(vars["nextAttempt"], "nextAttempt"))
+	for _, g := range fn("gen", c.Targets) {
+		s.Gen = append(s.Gen, int(num(g, "gen[t]")))
+	}
+	for _, ev := range fn("table", c.Keys) {
+		r := get(ev, 'r', "table[k]").fields
+		st := get(r["st"], 's', "st").str
+		var e Entry
+		e.St = 255
+		for i, n := range entryStateNames {
+			if n == st {
+				e.St = EntryState(i)
+			}
+		}
+		if e.St == 255 && err == nil {
+			err = fmt.Errorf("tla: unknown entry state %q", st)
+		}
+		e.Holder = index(c.Requests, "NoReq", r["holder"], "holder")
+		e.Attempt = int(num(r["attempt"], "attempt"))
+		e.Target = index(c.Targets, "NoTarget", r["target"], "target")
+		e.TGen = int(num(r["tgen"], "tgen"))
+		e.Deadline = num(r["deadline"], "deadline")
+		e.Leases = int(num(r["leases"], "leases"))
+		e.Closing = get(r["closing"], 'b', "closing").num == 1
+		s.Table = append(s.Table, e)
+	}
+	for _, rv := range fn("req", c.Requests) {
+		r := get(rv, 'r', "req[r]").fields
+		pc := get(r["pc"], 's', "pc").str
+		q := Req{Pc: 255}
+		for i, n := range pcNames {
+			if n == pc {
+				q.Pc = Pc(i)
+			}
+		}
+		if q.Pc == 255 && err == nil {
+			err = fmt.Errorf("tla: unknown pc %q", pc)
+		}
+		q.Key = index(c.Keys, "NoKey", r["key"], "key")
+		q.Attempt = int(num(r["attempt"], "attempt"))
+		s.Req = append(s.Req, q)
+	}
+	return s, err
+}
+
+// ReadDump reads a TLC `-dump` file, calling yield for each state in it.
+func (m *Model) ReadDump(r io.Reader, yield func(State) error) error {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	var cur strings.Builder
+	flush := func() error {
+		if strings.TrimSpace(cur.String()) == "" {
+			return nil
+		}
+		s, err := m.ParseState(cur.String())
+		cur.Reset()
+		if err != nil {
+			return err
+		}
+		return yield(s)
+	}
+	for sc.Scan() {
+		line := sc.Text()
+		if strings.HasPrefix(line, "State ") && strings.HasSuffix(line, ":") {
+			if err := flush(); err != nil {
+				return err
+			}
+			continue
+		}
+		cur.WriteString(line)
+		cur.WriteByte('\n')
+	}
+	if err := sc.Err(); err != nil {
+		return err
+	}
+	return flush()
+}
