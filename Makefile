@@ -1,0 +1,43 @@
+# placement: the verified session-placement core.
+#
+#   make verify   the main job: every check this repo has, with a report
+#   make test     what CI runs (.ci/run): lint, race tests, the explorer on every config
+#   make tlc      re-run TLC (needs TLA2TOOLS_JAR) and record its results as data
+#   make bench    benchmarks
+
+GO          ?= go
+STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
+CONFIGS     := $(wildcard spec/tla/MC*.cfg)
+
+.PHONY: test lint race conformance explore verify tlc bench
+
+test: lint race conformance explore
+
+lint:
+	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
+	  if [ -n "$$out" ]; then echo "not gofmt-formatted:"; echo "$$out"; exit 1; fi
+	$(GO) vet ./...
+	$(GO) run $(STATICCHECK) ./...
+
+race:
+	$(GO) test -race -count=1 ./...
+
+# The full-size config is compared with TLC without the race detector.
+conformance:
+	$(GO) test -count=1 -run 'TestConformance$$' -v ./model/ | grep -E '^(=== RUN|---|\s+conformance_test|ok|FAIL|PASS)'
+
+explore:
+	@$(GO) build -o .bin/explore ./model/cmd/explore
+	@for cfg in $(CONFIGS); do \
+	  case $$cfg in *MCBug*) flag=-expect-violation ;; *) flag= ;; esac; \
+	  .bin/explore -q $$flag -config $$cfg || exit 1; \
+	done
+
+verify:
+	@scripts/verify.sh
+
+tlc:
+	@spec/tla/tlc.sh
+
+bench:
+	@echo "bench: no benchmarks yet (impl/placement has not landed)"
