@@ -5,6 +5,8 @@
 #   make tlc      re-run TLC (needs TLA2TOOLS_JAR) and record its results as data
 #   make bench    benchmarks
 
+SHELL       := /bin/bash
+.SHELLFLAGS := -o pipefail -c
 GO          ?= go
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 CONFIGS     := $(wildcard spec/tla/MC*.cfg)
