@@ -3,7 +3,7 @@
 #   make verify   the main job: every check this repo has, with a report
 #   make test     what CI runs (.ci/run): lint, race tests, the explorer on every config
 #   make tlc      re-run TLC (needs TLA2TOOLS_JAR) and record its results as data
-#   make bench    benchmarks
+#   make bench    benchmarks (hot path, cold path, table choice)
 
 SHELL       := /bin/bash
 .SHELLFLAGS := -o pipefail -c
@@ -11,9 +11,9 @@ GO          ?= go
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 CONFIGS     := $(wildcard spec/tla/MC*.cfg)
 
-.PHONY: test lint race conformance explore verify tlc bench
+.PHONY: test lint race conformance explore bench-smoke verify tlc bench
 
-test: lint race conformance explore
+test: lint race conformance explore bench-smoke
 
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
@@ -35,11 +35,17 @@ explore:
 	  .bin/explore -q $$flag -config $$cfg || exit 1; \
 	done
 
+# Every benchmark once, so a broken one fails CI (figures come from make bench).
+bench-smoke:
+	$(GO) test -run '^$$' -bench . -benchtime 1x ./benchmarks/ > /dev/null
+
 verify:
 	@scripts/verify.sh
 
 tlc:
 	@spec/tla/tlc.sh
 
+# A first benchmark set (hot path, cold path, table choice); compare two
+# runs with benchstat (golang.org/x/perf/cmd/benchstat).
 bench:
-	@echo "bench: no benchmarks yet (impl/placement has not landed)"
+	$(GO) test -run '^$$' -bench . -benchmem -count=1 ./benchmarks/

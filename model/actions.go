@@ -29,6 +29,7 @@ var resultNames = [...]string{"Hit", "Reserved", "Wait", "Capacity", "Ambiguous"
 	"Lost", "Dispatched", "Committed", "RolledBack", "Quarantined", "SettledAbsent", "Fenced",
 	"Ended", "Superseded", "Removed", "Bumped", "Advanced"}
 
+// String returns the name of k as the spec writes it.
 func (k ResultKind) String() string {
 	if int(k) < len(resultNames) {
 		return resultNames[k]

@@ -37,7 +37,7 @@ var variants = map[string]variant{
 		func(o *ops) { o.weakWaiterFairness = true }},
 }
 
-// Variants lists the broken variants the model knows, sorted.
+// VariantNames lists the broken variants the model knows, sorted.
 func VariantNames() []string {
 	var out []string
 	for n := range variants {

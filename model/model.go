@@ -36,6 +36,7 @@ const (
 
 var entryStateNames = [...]string{"Absent", "Reserved", "Dispatching", "Bound", "Quarantined"}
 
+// String returns the name of s as the spec writes it.
 func (s EntryState) String() string {
 	if int(s) < len(entryStateNames) {
 		return entryStateNames[s]
@@ -59,6 +60,7 @@ const (
 
 var pcNames = [...]string{"Idle", "Waiting", "Reserved", "Revoked", "Dispatching", "Late", "Holding"}
 
+// String returns the name of p as the spec writes it.
 func (p Pc) String() string {
 	if int(p) < len(pcNames) {
 		return pcNames[p]
@@ -78,6 +80,7 @@ const (
 
 var outcomeNames = [...]string{"Accepted", "DefinitelyNotAccepted", "Ambiguous"}
 
+// String returns the name of o as the spec writes it.
 func (o Outcome) String() string {
 	if int(o) < len(outcomeNames) {
 		return outcomeNames[o]
@@ -94,6 +97,7 @@ const (
 	ResolvedNotAccepted
 )
 
+// String returns the name of r as the spec writes it.
 func (r Resolution) String() string {
 	switch r {
 	case ResolvedAccepted:

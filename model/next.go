@@ -31,6 +31,7 @@ var ActionNames = [numActions]string{"Acquire", "Cancel", "BeginDispatch", "Comp
 	"Release", "Abandon", "Invalidate", "Close", "InvalidateKey", "Expire", "DropStale",
 	"ReservationTimeout", "DispatchTimeout", "Bump", "Advance"}
 
+// String returns the name of a as the spec writes it.
 func (a Action) String() string {
 	if a < numActions {
 		return ActionNames[a]

@@ -16,7 +16,7 @@ check() { # name detail-command -- command...
   local result=PASS
   [ $status -eq 0 ] || { result=FAIL; failed=1; }
   grep -q '^tlc: SKIPPING' "$log" && result=SKIP
-  rows+=("$(printf '%-34s %-5s %5ss  %s' "$name" "$result" "$((end - start))" "$(detail "$name" "$log")")")
+  rows+=("$(printf '%-42s %-5s %5ss  %s' "$name" "$result" "$((end - start))" "$(detail "$name" "$log")")")
   echo "verify: $name: $result"
 }
 detail() {
@@ -28,7 +28,7 @@ detail() {
   esac
 }
 check gofmt bash -c 'out=$(gofmt -l $(git ls-files "*.go")); [ -z "$out" ] || { echo "$out"; exit 1; }; echo "all files formatted"'
-check vet go vet ./...
+check vet bash -c 'go vet ./... && echo "no findings"'
 check staticcheck bash -c 'go run honnef.co/go/tools/cmd/staticcheck@v0.8.2 ./... && echo "no findings"'
 check race go test -race -count=1 -v ./...
 check conformance go test -count=1 -run 'TestConformance$' -v ./model/
@@ -40,7 +40,7 @@ done
 check tlc spec/tla/tlc.sh
 echo
 echo "placement verify report ($(date -u +%Y-%m-%dT%H:%MZ), $(go version | cut -d' ' -f3), logs in $out)"
-printf '%-34s %-5s %6s  %s\n' CHECK RESULT TIME DETAIL
+printf '%-42s %-5s %6s  %s\n' CHECK RESULT TIME DETAIL
 printf '%s\n' "${rows[@]}"
 if [ $failed -ne 0 ]; then echo "verify: FAILED"; exit 1; fi
 echo "verify: all checks passed"

@@ -1,0 +1,111 @@
+package placement
+
+import (
+	"math"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// clock is the coordinator's time source, in nanoseconds.
+type clock interface {
+	now() int64
+}
+
+// runtimeClock reads the runtime's monotonic clock.
+type runtimeClock struct{ epoch time.Time }
+
+func (c runtimeClock) now() int64 { return int64(time.Since(c.epoch)) }
+
+// ManualClock is a clock a simulation host drives. Coordinators that use it
+// run no reaper goroutine: each Advance reclaims expired entries and times
+// out initializations synchronously, before it returns.
+type ManualClock struct {
+	mu   sync.Mutex
+	t    atomic.Int64
+	span int64 // the largest TTL or timeout of any attached coordinator
+	subs map[*manualSub]struct{}
+}
+
+type manualSub struct {
+	span  int64
+	sweep func(now int64)
+}
+
+// NewManualClock returns a manual clock reading start.
+func NewManualClock(start time.Duration) *ManualClock {
+	c := &ManualClock{subs: map[*manualSub]struct{}{}}
+	c.t.Store(int64(start))
+	return c
+}
+
+// Now returns the clock's time.
+func (c *ManualClock) Now() time.Duration { return time.Duration(c.t.Load()) }
+
+func (c *ManualClock) now() int64 { return c.t.Load() }
+
+// Advance moves the clock to the absolute time to and reclaims in every
+// attached coordinator. Going backwards, or to a time whose deadlines
+// (to + TTL or timeout) would overflow, is rejected with a *ClockError and
+// changes nothing. Advancing to the current time is a no-op.
+func (c *ManualClock) Advance(to time.Duration) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	now := c.t.Load()
+	if int64(to) < now {
+		return &ClockError{Now: now, To: int64(to), Reason: "time would go backwards"}
+	}
+	if int64(to) > math.MaxInt64-c.span {
+		return &ClockError{Now: now, To: int64(to), Reason: "a deadline at this time would overflow"}
+	}
+	if int64(to) == now {
+		return nil
+	}
+	c.t.Store(int64(to))
+	for s := range c.subs {
+		s.sweep(int64(to))
+	}
+	return nil
+}
+
+// AdvanceBy moves the clock forward by d (see Advance).
+func (c *ManualClock) AdvanceBy(d time.Duration) error {
+	c.mu.Lock()
+	now := c.t.Load()
+	c.mu.Unlock()
+	if d < 0 {
+		return &ClockError{Now: now, To: now + int64(d), Reason: "time would go backwards"}
+	}
+	if int64(d) > math.MaxInt64-now {
+		return &ClockError{Now: now, To: math.MaxInt64, Reason: "the time would overflow"}
+	}
+	return c.Advance(time.Duration(now + int64(d)))
+}
+
+// attach registers a coordinator whose deadlines reach span past now.
+func (c *ManualClock) attach(span int64, sweep func(int64)) (*manualSub, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	now := c.t.Load()
+	if now > math.MaxInt64-span {
+		return nil, &ConfigError{Field: "Clock", Reason: "is so late that deadlines would overflow"}
+	}
+	s := &manualSub{span: span, sweep: sweep}
+	c.subs[s] = struct{}{}
+	c.recomputeSpan()
+	return s, nil
+}
+
+func (c *ManualClock) detach(s *manualSub) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.subs, s)
+	c.recomputeSpan()
+}
+
+func (c *ManualClock) recomputeSpan() {
+	c.span = 0
+	for s := range c.subs {
+		c.span = max(c.span, s.span)
+	}
+}

@@ -1,0 +1,99 @@
+package placement
+
+import (
+	"time"
+)
+
+// Bounds on Config durations.
+const (
+	MinDuration = time.Second
+	MaxDuration = 365 * 24 * time.Hour
+)
+
+// Defaults used when a Config field is zero.
+const (
+	DefaultMaxEntries  = 65536
+	DefaultMaxKeyBytes = 256
+)
+
+// Config configures a Coordinator.
+type Config struct {
+	// IdleTTL is how long a binding with no active leases lives (1 s .. 1 year).
+	IdleTTL time.Duration
+	// InitTimeout bounds how long a reservation, and then a dispatch, may
+	// take (1 s .. 1 year). A reservation past it is released; a dispatch
+	// past it is quarantined.
+	InitTimeout time.Duration
+	// MaxEntries bounds the live entries in the table (default 65536).
+	MaxEntries int
+	// MaxKeyBytes bounds a session key's length (default 256).
+	MaxKeyBytes int
+	// Clock is the time source: nil for the runtime's monotonic clock (with a
+	// background reaper), or a *ManualClock a simulation host advances
+	// (no reaper goroutine; Advance reclaims).
+	Clock *ManualClock
+	// Observer, if set, is called after state changes on the cold paths
+	// (never on a hit or a release that keeps the binding). It must not
+	// block or call back into the coordinator.
+	Observer func(Event)
+}
+
+func (c *Config) validate() (Config, error) {
+	out := *c
+	durations := []struct {
+		name string
+		d    time.Duration
+	}{{"IdleTTL", c.IdleTTL}, {"InitTimeout", c.InitTimeout}}
+	for _, d := range durations {
+		if d.d < MinDuration || d.d > MaxDuration {
+			return out, &ConfigError{Field: d.name, Reason: "must be between 1s and 1 year, got " + d.d.String()}
+		}
+	}
+	if c.MaxEntries < 0 {
+		return out, &ConfigError{Field: "MaxEntries", Reason: "must be positive"}
+	}
+	if c.MaxKeyBytes < 0 {
+		return out, &ConfigError{Field: "MaxKeyBytes", Reason: "must be positive"}
+	}
+	if out.MaxEntries == 0 {
+		out.MaxEntries = DefaultMaxEntries
+	}
+	if out.MaxKeyBytes == 0 {
+		out.MaxKeyBytes = DefaultMaxKeyBytes
+	}
+	return out, nil
+}
+
+// EventKind says what an Event reports.
+type EventKind uint8
+
+// Event kinds.
+const (
+	EventReserved EventKind = iota + 1
+	EventCommitted
+	EventRolledBack
+	EventQuarantined
+	EventResolved
+	EventRemoved
+	EventExpired
+	EventCapacityRejected
+)
+
+var eventNames = [...]string{"", "Reserved", "Committed", "RolledBack", "Quarantined", "Resolved",
+	"Removed", "Expired", "CapacityRejected"}
+
+// String returns the name of k as the spec writes it.
+func (k EventKind) String() string {
+	if int(k) < len(eventNames) {
+		return eventNames[k]
+	}
+	return "EventKind(?)"
+}
+
+// Event is an observable state change.
+type Event struct {
+	Kind       EventKind
+	Key        string
+	Attempt    uint64
+	Generation uint64
+}

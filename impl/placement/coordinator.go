@@ -1,0 +1,530 @@
+package placement
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Coordinator places sessions on targets of type T (for example a worker id
+// and data-parallel rank). It is safe for concurrent use. Build it with New
+// and stop its background work with Close.
+type Coordinator[T comparable] struct {
+	cfg         Config
+	ttl         int64
+	initTimeout int64
+	clk         clock
+	manual      *ManualClock
+	sub         *manualSub
+
+	table    sync.Map // string -> *entry[T]
+	live     atomic.Int64
+	attempts atomic.Uint64
+	catalog  catalog[T]
+	leases   sync.Pool // *leaseSlot
+
+	// nextExpiry is at most the earliest idle or reservation deadline, so
+	// the capacity path sweeps only when something may have expired.
+	nextExpiry atomic.Int64
+	sweptEpoch atomic.Uint64
+
+	closed    atomic.Bool
+	done      chan struct{}
+	closeOnce sync.Once
+	reaper    sync.WaitGroup
+	stats     counters
+
+	// testReaperPanic, when set by tests, makes the reaper panic once.
+	testReaperPanic atomic.Bool
+}
+
+// New returns a coordinator for cfg. With a runtime clock (cfg.Clock nil) it
+// starts a reaper goroutine with cadence min(IdleTTL, InitTimeout, 30s);
+// with a *ManualClock it starts none and reclaims on every Advance.
+func New[T comparable](cfg Config) (*Coordinator[T], error) {
+	v, err := cfg.validate()
+	if err != nil {
+		return nil, err
+	}
+	c := &Coordinator[T]{
+		cfg:         v,
+		ttl:         int64(v.IdleTTL),
+		initTimeout: int64(v.InitTimeout),
+		done:        make(chan struct{}),
+	}
+	c.leases.New = func() any { return new(leaseSlot) }
+	c.nextExpiry.Store(math.MaxInt64)
+	if v.Clock != nil {
+		c.manual, c.clk = v.Clock, v.Clock
+		sub, err := v.Clock.attach(max(c.ttl, c.initTimeout), c.sweep)
+		if err != nil {
+			return nil, err
+		}
+		c.sub = sub
+		return c, nil
+	}
+	c.clk = runtimeClock{epoch: time.Now()}
+	cadence := min(v.IdleTTL, v.InitTimeout, 30*time.Second)
+	c.reaper.Add(1)
+	go c.runReaper(cadence)
+	return c, nil
+}
+
+// Close stops the reaper (or detaches from the manual clock) and wakes every
+// waiter with ErrClosed. Later Acquires fail with ErrClosed; leases already
+// held may still be released. Close is idempotent.
+func (c *Coordinator[T]) Close() error {
+	c.closeOnce.Do(func() {
+		c.closed.Store(true)
+		close(c.done)
+		c.reaper.Wait()
+		if c.sub != nil {
+			c.manual.detach(c.sub)
+		}
+	})
+	return nil
+}
+
+func (c *Coordinator[T]) now() int64 { return c.clk.now() }
+
+func (c *Coordinator[T]) checkKey(key string) error {
+	if len(key) == 0 {
+		return ErrKeyEmpty
+	}
+	if len(key) > c.cfg.MaxKeyBytes {
+		return &KeyTooLongError{Len: len(key), MaxKeyBytes: c.cfg.MaxKeyBytes}
+	}
+	return nil
+}
+
+// Acquisition is Acquire's answer: a hit with a lease on the session's
+// binding, or a reservation: the caller initializes the session.
+type Acquisition[T comparable] struct {
+	// Lease is the lease on the binding, when Reservation is nil.
+	Lease Lease[T]
+	// Reservation is non-nil when the caller must dispatch the session.
+	Reservation *Reservation[T]
+}
+
+// Hit reports whether the session was bound and a lease was taken.
+func (a Acquisition[T]) Hit() bool { return a.Reservation == nil && a.Lease.b != nil }
+
+// Acquire returns a lease on key's binding, or a reservation when the key is
+// unbound (or its binding expired or its target's generation moved on).
+// While another request initializes the key, Acquire waits, until that ends
+// or ctx is done. A quarantined key returns an *AmbiguousError; a full table
+// a *CapacityError.
+//
+// A hit on a live binding takes no lock and allocates nothing.
+func (c *Coordinator[T]) Acquire(ctx context.Context, key string) (Acquisition[T], error) {
+	if err := c.checkKey(key); err != nil {
+		return Acquisition[T]{}, err
+	}
+	if l, ok := c.tryHit(key); ok {
+		return Acquisition[T]{Lease: l}, nil
+	}
+	return c.acquireSlow(ctx, key, true)
+}
+
+// TryAcquire is Acquire without waiting: it returns ErrWouldWait while
+// another request initializes the key.
+func (c *Coordinator[T]) TryAcquire(key string) (Acquisition[T], error) {
+	if err := c.checkKey(key); err != nil {
+		return Acquisition[T]{}, err
+	}
+	if l, ok := c.tryHit(key); ok {
+		return Acquisition[T]{Lease: l}, nil
+	}
+	return c.acquireSlow(context.Background(), key, false)
+}
+
+// tryHit is the hot path: a live, current binding gains a lease with one
+// compare-and-swap.
+func (c *Coordinator[T]) tryHit(key string) (Lease[T], bool) {
+	if c.closed.Load() {
+		return Lease[T]{}, false
+	}
+	v, ok := c.table.Load(key)
+	if !ok {
+		return Lease[T]{}, false
+	}
+	b := v.(*entry[T]).bound.Load()
+	if b == nil || b.stale() {
+		return Lease[T]{}, false
+	}
+	for {
+		w := b.word.Load()
+		if w&deadBit != 0 || leases(w) == MaxLeases || (leases(w) == 0 && b.deadline.Load() <= c.now()) {
+			return Lease[T]{}, false
+		}
+		if b.word.CompareAndSwap(w, w+1+seqUnit) {
+			c.stats.hit(b.version)
+			return c.newLease(b), true
+		}
+	}
+}
+
+func (c *Coordinator[T]) entryFor(key string) *entry[T] {
+	if v, ok := c.table.Load(key); ok {
+		return v.(*entry[T])
+	}
+	v, _ := c.table.LoadOrStore(key, &entry[T]{owner: c, key: strings.Clone(key)})
+	return v.(*entry[T])
+}
+
+func (c *Coordinator[T]) acquireSlow(ctx context.Context, key string, wait bool) (Acquisition[T], error) {
+	waited, swept := false, false
+	for {
+		if c.closed.Load() {
+			return Acquisition[T]{}, ErrClosed
+		}
+		e := c.entryFor(key)
+		e.mu.Lock()
+		if e.removed {
+			e.mu.Unlock()
+			continue
+		}
+		now := c.now()
+		ev := c.timeoutsLocked(e, now)
+		switch e.st {
+		case stBound:
+			b := e.bound.Load()
+			if !b.stale() {
+				w := b.word.Load()
+				if w&deadBit == 0 && !b.expiredAt(w, now) {
+					if leases(w) == MaxLeases {
+						e.mu.Unlock()
+						return Acquisition[T]{}, ErrTooManyLeases
+					}
+					if !b.word.CompareAndSwap(w, w+1+seqUnit) {
+						e.mu.Unlock() // a lease changed meanwhile: look again
+						continue
+					}
+					e.mu.Unlock()
+					c.stats.hit(b.version)
+					return Acquisition[T]{Lease: c.newLease(b)}, nil
+				}
+				if w&deadBit == 0 && !b.killIfExpired(now) {
+					e.mu.Unlock() // a lease came or went: look again
+					continue
+				}
+				c.stats.expirations.Add(1)
+			} else {
+				b.kill()
+			}
+			// Expired or stale: re-initialize in place, reusing the slot.
+			e.bound.Store(nil)
+			r := c.reserveLocked(e, now)
+			e.mu.Unlock()
+			c.emit(ev, Event{Kind: EventReserved, Key: key})
+			return Acquisition[T]{Reservation: r}, nil
+		case stReserved, stDispatching:
+			if !wait {
+				e.mu.Unlock()
+				return Acquisition[T]{}, ErrWouldWait
+			}
+			ch := e.waitChanLocked()
+			e.mu.Unlock()
+			c.emit(ev, Event{})
+			if !waited {
+				waited = true
+				c.stats.waits.Add(1)
+			}
+			select {
+			case <-ch:
+			case <-ctx.Done():
+				return Acquisition[T]{}, &cancelledError{cause: ctx.Err()}
+			case <-c.done:
+				return Acquisition[T]{}, ErrClosed
+			}
+		case stQuarantined:
+			err := &AmbiguousError{Key: key, Attempt: e.attempt, Generation: e.tgen}
+			e.mu.Unlock()
+			c.emit(ev, Event{})
+			return Acquisition[T]{}, err
+		default: // absent: a fresh entry
+			if !c.tryTakeSlot() {
+				if !swept && c.sweepMayHelp(now) {
+					// Reclaim expired and stale entries first (without
+					// holding this entry's lock: the sweep takes it).
+					e.mu.Unlock()
+					c.emit(ev)
+					c.sweep(now)
+					swept = true
+					continue
+				}
+				c.removeLocked(e)
+				e.mu.Unlock()
+				c.stats.capacity.Add(1)
+				c.emit(ev, Event{Kind: EventCapacityRejected, Key: key})
+				return Acquisition[T]{}, &CapacityError{MaxEntries: c.cfg.MaxEntries}
+			}
+			r := c.reserveLocked(e, now)
+			e.mu.Unlock()
+			c.emit(ev, Event{Kind: EventReserved, Key: key})
+			return Acquisition[T]{Reservation: r}, nil
+		}
+	}
+}
+
+// reserveLocked makes the caller the key's initializer.
+func (c *Coordinator[T]) reserveLocked(e *entry[T], now int64) *Reservation[T] {
+	r := &Reservation[T]{c: c, e: e}
+	e.st, e.resv, e.guard = stReserved, r, nil
+	e.deadline = now + c.initTimeout
+	c.noteDeadline(e.deadline)
+	c.stats.reservations.Add(1)
+	e.notifyLocked()
+	return r
+}
+
+// removeLocked makes the entry absent: it leaves the table and frees its slot.
+func (c *Coordinator[T]) removeLocked(e *entry[T]) {
+	if e.removed {
+		return
+	}
+	if b := e.bound.Load(); b != nil {
+		b.kill()
+		e.bound.Store(nil)
+	}
+	wasLive := e.st != stAbsent
+	e.st, e.resv, e.guard, e.removed = stAbsent, nil, nil, true
+	c.table.CompareAndDelete(e.key, e)
+	if wasLive {
+		c.live.Add(-1)
+	}
+	e.notifyLocked()
+}
+
+// timeoutsLocked applies the initialization timeout lazily on access:
+// ReservationTimeout (reserved too long: absent) and DispatchTimeout
+// (dispatching too long: quarantined). It returns the event to report.
+func (c *Coordinator[T]) timeoutsLocked(e *entry[T], now int64) Event {
+	switch {
+	case e.st == stReserved && e.deadline <= now:
+		c.removeLocked(e)
+		return Event{Kind: EventRemoved, Key: e.key}
+	case e.st == stDispatching && e.deadline <= now:
+		c.quarantineLocked(e)
+		return Event{Kind: EventQuarantined, Key: e.key, Attempt: e.attempt, Generation: e.tgen}
+	}
+	return Event{}
+}
+
+func (c *Coordinator[T]) quarantineLocked(e *entry[T]) {
+	e.st, e.resv, e.deadline = stQuarantined, nil, 0
+	c.stats.quarantines.Add(1)
+	e.notifyLocked()
+}
+
+// tryTakeSlot counts one more live entry if the table has room.
+func (c *Coordinator[T]) tryTakeSlot() bool {
+	if c.live.Add(1) <= int64(c.cfg.MaxEntries) {
+		return true
+	}
+	c.live.Add(-1)
+	return false
+}
+
+// sweepMayHelp reports whether a sweep could free a slot: some deadline may
+// have passed, or a generation changed, since the last sweep. An attacker
+// filling the table with fresh keys thus cannot make every refusal scan it.
+func (c *Coordinator[T]) sweepMayHelp(now int64) bool {
+	return now >= c.nextExpiry.Load() || c.catalog.epoch.Load() != c.sweptEpoch.Load()
+}
+
+// noteDeadline lowers nextExpiry to d.
+func (c *Coordinator[T]) noteDeadline(d int64) {
+	for {
+		cur := c.nextExpiry.Load()
+		if d >= cur || c.nextExpiry.CompareAndSwap(cur, d) {
+			return
+		}
+	}
+}
+
+// sweep reclaims the whole table at time now: Expire (idle past the
+// deadline), DropStale (generation moved on), ReservationTimeout and
+// DispatchTimeout. The reaper, a manual clock's Advance and a full table's
+// capacity path call it. It locks one entry at a time.
+func (c *Coordinator[T]) sweep(now int64) {
+	epoch := c.catalog.epoch.Load()
+	c.nextExpiry.Store(math.MaxInt64)
+	earliest := int64(math.MaxInt64)
+	var events []Event
+	c.table.Range(func(_, v any) bool {
+		e := v.(*entry[T])
+		e.mu.Lock()
+		if ev := c.timeoutsLocked(e, now); ev.Kind != 0 && c.cfg.Observer != nil {
+			events = append(events, ev)
+		}
+		switch e.st {
+		case stReserved, stDispatching:
+			earliest = min(earliest, e.deadline)
+		case stBound:
+			b := e.bound.Load()
+			switch {
+			case b.stale():
+				c.removeLocked(e)
+				events = c.appendEvent(events, Event{Kind: EventRemoved, Key: e.key, Generation: b.gen})
+			case b.killIfExpired(now):
+				c.removeLocked(e)
+				c.stats.expirations.Add(1)
+				events = c.appendEvent(events, Event{Kind: EventExpired, Key: e.key})
+			default:
+				if w := b.word.Load(); leases(w) == 0 {
+					earliest = min(earliest, b.deadline.Load())
+				}
+			}
+		}
+		e.mu.Unlock()
+		return true
+	})
+	c.noteDeadline(earliest)
+	c.sweptEpoch.Store(epoch)
+	for _, ev := range events {
+		c.cfg.Observer(ev)
+	}
+}
+
+func (c *Coordinator[T]) appendEvent(evs []Event, ev Event) []Event {
+	if c.cfg.Observer == nil {
+		return evs
+	}
+	return append(evs, ev)
+}
+
+func (c *Coordinator[T]) emit(evs ...Event) {
+	if c.cfg.Observer == nil {
+		return
+	}
+	for _, ev := range evs {
+		if ev.Kind != 0 {
+			c.cfg.Observer(ev)
+		}
+	}
+}
+
+// runReaper sweeps at the cadence until Close; a sweep that panics is
+// counted and the reaper restarts.
+func (c *Coordinator[T]) runReaper(cadence time.Duration) {
+	defer c.reaper.Done()
+	for !c.reapLoop(cadence) {
+		c.stats.reaperRestarts.Add(1)
+	}
+}
+
+func (c *Coordinator[T]) reapLoop(cadence time.Duration) (stopped bool) {
+	defer func() {
+		if r := recover(); r != nil {
+			stopped = false
+		}
+	}()
+	t := time.NewTicker(cadence)
+	defer t.Stop()
+	for {
+		select {
+		case <-c.done:
+			return true
+		case <-t.C:
+			if c.testReaperPanic.CompareAndSwap(true, false) {
+				panic("placement: test-injected reaper panic")
+			}
+			c.sweep(c.now())
+		}
+	}
+}
+
+// Resolve settles a quarantined key: Accepted binds it to the quarantined
+// attempt's target (with no lease and a fresh idle deadline), NotAccepted
+// makes it absent. The attempt id and generation must match the
+// quarantined attempt's (as an *AmbiguousError reports them), else a
+// *FencedError is returned and nothing changes.
+func (c *Coordinator[T]) Resolve(key string, attempt, generation uint64, res Resolution) error {
+	if err := c.checkKey(key); err != nil {
+		return err
+	}
+	if res != ResolveAccepted && res != ResolveNotAccepted {
+		return fmt.Errorf("placement: Resolve: invalid resolution %d: %w", res, ErrInvalidArgument)
+	}
+	v, ok := c.table.Load(key)
+	if !ok {
+		return ErrNotQuarantined
+	}
+	e := v.(*entry[T])
+	e.mu.Lock()
+	ev := c.timeoutsLocked(e, c.now())
+	if e.removed || e.st != stQuarantined {
+		e.mu.Unlock()
+		c.emit(ev)
+		return ErrNotQuarantined
+	}
+	if attempt != e.attempt || generation != e.tgen {
+		err := &FencedError{Attempt: attempt, Generation: generation, CurrentAttempt: e.attempt, CurrentGeneration: e.tgen}
+		e.mu.Unlock()
+		c.emit(ev)
+		return err
+	}
+	done := Event{Kind: EventResolved, Key: key, Attempt: attempt, Generation: generation}
+	if res == ResolveAccepted {
+		c.bindLocked(e, 0)
+	} else {
+		c.removeLocked(e)
+	}
+	c.stats.resolutions.Add(1)
+	e.mu.Unlock()
+	c.emit(ev, done)
+	return nil
+}
+
+// bindLocked commits the entry's attempt as a binding holding n leases.
+func (c *Coordinator[T]) bindLocked(e *entry[T], n uint64) *binding[T] {
+	b := &binding[T]{e: e, target: e.target, slot: e.slot, gen: e.tgen, version: e.attempt}
+	b.word.Store(n)
+	d := c.now() + c.ttl
+	b.deadline.Store(d)
+	if n == 0 {
+		c.noteDeadline(d)
+	}
+	e.bound.Store(b)
+	e.st, e.resv, e.guard = stBound, nil, nil
+	e.notifyLocked()
+	return b
+}
+
+// InvalidateKey removes key's binding, if it has one, superseding its
+// leases. It reports whether a binding was removed; a key in any other state
+// is left alone.
+func (c *Coordinator[T]) InvalidateKey(key string) (bool, error) {
+	if err := c.checkKey(key); err != nil {
+		return false, err
+	}
+	v, ok := c.table.Load(key)
+	if !ok {
+		return false, nil
+	}
+	e := v.(*entry[T])
+	e.mu.Lock()
+	removed := !e.removed && e.st == stBound
+	if removed {
+		c.removeLocked(e)
+	}
+	e.mu.Unlock()
+	if removed {
+		c.emit(Event{Kind: EventRemoved, Key: key})
+	}
+	return removed, nil
+}
+
+// Generation returns target's current generation (1 for a target never
+// bumped).
+func (c *Coordinator[T]) Generation(target T) uint64 { return c.catalog.slot(target).gen.Load() }
+
+// BumpGeneration records that target left or rejoined and returns its new
+// generation. Every binding to an older generation is fenced at once: hits
+// on it miss (and re-initialize), and the reaper removes it, leases or not.
+func (c *Coordinator[T]) BumpGeneration(target T) uint64 { return c.catalog.bump(target) }

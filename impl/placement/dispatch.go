@@ -1,0 +1,243 @@
+package placement
+
+import "fmt"
+
+// Outcome is what a dispatcher learned about its attempt.
+type Outcome uint8
+
+// Outcomes.
+const (
+	// Accepted: the target accepted the request; the binding commits.
+	Accepted Outcome = iota + 1
+	// DefinitelyNotAccepted: the target certainly did not accept it; the
+	// reservation returns to its holder, who may dispatch again or cancel.
+	DefinitelyNotAccepted
+	// Ambiguous: the target may or may not have accepted it (a timeout, a
+	// dropped stream); the key is quarantined and never silently replayed.
+	Ambiguous
+)
+
+// String returns the name of o as the spec writes it.
+func (o Outcome) String() string {
+	switch o {
+	case Accepted:
+		return "Accepted"
+	case DefinitelyNotAccepted:
+		return "DefinitelyNotAccepted"
+	case Ambiguous:
+		return "Ambiguous"
+	}
+	return fmt.Sprintf("Outcome(%d)", uint8(o))
+}
+
+// Resolution settles a quarantined key (see Coordinator.Resolve).
+type Resolution uint8
+
+// Resolutions.
+const (
+	ResolveAccepted Resolution = iota + 1
+	ResolveNotAccepted
+)
+
+// String returns the name of r as the spec writes it.
+func (r Resolution) String() string {
+	switch r {
+	case ResolveAccepted:
+		return "Accepted"
+	case ResolveNotAccepted:
+		return "NotAccepted"
+	}
+	return fmt.Sprintf("Resolution(%d)", uint8(r))
+}
+
+// Reservation is held by the one request that initializes a session. It
+// ends with BeginDispatch (and then the dispatch's outcome), CommitAccepted
+// or Cancel; if it outlives the coordinator's InitTimeout it is revoked.
+type Reservation[T comparable] struct {
+	c *Coordinator[T]
+	e *entry[T]
+}
+
+// Key returns the reserved session key.
+func (r *Reservation[T]) Key() string { return r.e.key }
+
+// heldLocked applies the lazy timeouts and reports whether r still holds
+// the key's reservation (and not a dispatch).
+func (r *Reservation[T]) heldLocked() (bool, Event) {
+	ev := r.c.timeoutsLocked(r.e, r.c.now())
+	return !r.e.removed && r.e.st == stReserved && r.e.resv == r, ev
+}
+
+// Cancel gives the reservation up before dispatching: the key becomes
+// absent and one of its waiters becomes the next initializer. A reservation
+// that is no longer held returns ErrReservationLost.
+func (r *Reservation[T]) Cancel() error {
+	e := r.e
+	e.mu.Lock()
+	held, ev := r.heldLocked()
+	if held {
+		r.c.removeLocked(e)
+	}
+	e.mu.Unlock()
+	r.c.emit(ev)
+	if !held {
+		return ErrReservationLost
+	}
+	r.c.emit(Event{Kind: EventRemoved, Key: e.key})
+	return nil
+}
+
+// BeginDispatch fixes the provisional target and its generation under a
+// fresh attempt id. The generation must be target's current one in the
+// coordinator's catalog, else a *FencedError is returned and the
+// reservation is kept. The returned guard must be completed (or dropped).
+func (r *Reservation[T]) BeginDispatch(target T, generation uint64) (*Dispatch[T], error) {
+	c, e := r.c, r.e
+	slot := c.catalog.slot(target)
+	e.mu.Lock()
+	held, ev := r.heldLocked()
+	if !held {
+		e.mu.Unlock()
+		c.emit(ev)
+		return nil, ErrReservationLost
+	}
+	if cur := slot.gen.Load(); generation != cur {
+		e.mu.Unlock()
+		return nil, &FencedError{Generation: generation, CurrentGeneration: cur}
+	}
+	d := c.dispatchLocked(e, r, target, slot, generation)
+	e.mu.Unlock()
+	return d, nil
+}
+
+func (c *Coordinator[T]) dispatchLocked(e *entry[T], r *Reservation[T], target T, slot *targetSlot, gen uint64) *Dispatch[T] {
+	d := &Dispatch[T]{c: c, e: e, r: r, attempt: c.attempts.Add(1), target: target, gen: gen}
+	e.st, e.guard = stDispatching, d
+	e.attempt, e.target, e.slot, e.tgen = d.attempt, target, slot, gen
+	e.deadline = c.now() + c.initTimeout
+	e.notifyLocked()
+	return d
+}
+
+// CommitAccepted is the compatibility bridge for routers that learn
+// acceptance only after a response stream is chosen: it dispatches to target
+// and commits the accepted result in one step, returning the dispatcher's
+// lease.
+func (r *Reservation[T]) CommitAccepted(target T, generation uint64) (Lease[T], error) {
+	d, err := r.BeginDispatch(target, generation)
+	if err != nil {
+		return Lease[T]{}, err
+	}
+	return d.Complete(Accepted)
+}
+
+// Dispatch is the guard of one dispatch attempt. Complete it with the
+// outcome; a guard dropped without an outcome (Drop), or one that outlives
+// the InitTimeout, quarantines the key. A guard is used once.
+type Dispatch[T comparable] struct {
+	c       *Coordinator[T]
+	e       *entry[T]
+	r       *Reservation[T]
+	attempt uint64
+	target  T
+	gen     uint64
+	used    bool // guarded by e.mu
+}
+
+// Attempt returns the attempt id (fresh, never reused).
+func (d *Dispatch[T]) Attempt() uint64 { return d.attempt }
+
+// Target returns the provisional target.
+func (d *Dispatch[T]) Target() T { return d.target }
+
+// Generation returns the target's generation at dispatch.
+func (d *Dispatch[T]) Generation() uint64 { return d.gen }
+
+// Reservation returns the reservation this dispatch came from; after a
+// DefinitelyNotAccepted outcome it is held again.
+func (d *Dispatch[T]) Reservation() *Reservation[T] { return d.r }
+
+// Complete reports the attempt's outcome.
+//
+//   - Accepted commits the binding and returns the dispatcher's lease; if the
+//     key was quarantined for this attempt (timeout), the late result settles it.
+//   - DefinitelyNotAccepted returns the reservation to its holder (see
+//     Reservation); a late one settles a quarantine to absent.
+//   - Ambiguous quarantines the key.
+//
+// An attempt that is no longer current is fenced: a *FencedError, no change.
+func (d *Dispatch[T]) Complete(o Outcome) (Lease[T], error) {
+	if o < Accepted || o > Ambiguous {
+		return Lease[T]{}, fmt.Errorf("placement: Complete: invalid outcome %d: %w", o, ErrInvalidArgument)
+	}
+	c, e := d.c, d.e
+	e.mu.Lock()
+	if d.used {
+		e.mu.Unlock()
+		return Lease[T]{}, ErrUsed
+	}
+	d.used = true
+	ev := c.timeoutsLocked(e, c.now())
+	current := !e.removed && e.attempt == d.attempt && (e.st == stDispatching || e.st == stQuarantined)
+	if !current {
+		e.mu.Unlock()
+		c.emit(ev)
+		a, g := c.currentAttempt(e.key)
+		return Lease[T]{}, &FencedError{Attempt: d.attempt, Generation: d.gen, CurrentAttempt: a, CurrentGeneration: g}
+	}
+	late := e.st == stQuarantined
+	var out Event
+	var lease Lease[T]
+	switch {
+	case o == Accepted:
+		b := c.bindLocked(e, 1)
+		lease = c.newLease(b)
+		out = Event{Kind: EventCommitted, Key: e.key, Attempt: d.attempt, Generation: d.gen}
+		if late {
+			c.stats.resolutions.Add(1)
+		}
+	case o == DefinitelyNotAccepted && !late:
+		e.st, e.guard = stReserved, nil
+		e.deadline = c.now() + c.initTimeout
+		c.noteDeadline(e.deadline)
+		e.notifyLocked()
+		out = Event{Kind: EventRolledBack, Key: e.key, Attempt: d.attempt, Generation: d.gen}
+	case o == DefinitelyNotAccepted: // late: settles to absent
+		c.removeLocked(e)
+		c.stats.resolutions.Add(1)
+		out = Event{Kind: EventResolved, Key: e.key, Attempt: d.attempt, Generation: d.gen}
+	case !late: // Ambiguous
+		c.quarantineLocked(e)
+		out = Event{Kind: EventQuarantined, Key: e.key, Attempt: d.attempt, Generation: d.gen}
+	}
+	e.mu.Unlock()
+	c.emit(ev, out)
+	return lease, nil
+}
+
+// Drop abandons the guard without an outcome: if its attempt is still in
+// flight the key is quarantined (the target may have accepted it). After
+// Complete, Drop does nothing, so `defer d.Drop()` is safe.
+func (d *Dispatch[T]) Drop() {
+	d.e.mu.Lock()
+	used := d.used
+	d.e.mu.Unlock()
+	if !used {
+		_, _ = d.Complete(Ambiguous)
+	}
+}
+
+// currentAttempt returns the attempt in flight or quarantined on key, if any.
+func (c *Coordinator[T]) currentAttempt(key string) (attempt, gen uint64) {
+	v, ok := c.table.Load(key)
+	if !ok {
+		return 0, 0
+	}
+	e := v.(*entry[T])
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if !e.removed && (e.st == stDispatching || e.st == stQuarantined) {
+		return e.attempt, e.tgen
+	}
+	return 0, 0
+}

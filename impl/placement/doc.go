@@ -1,0 +1,51 @@
+// Package placement is the session-placement core for LLM inference routers:
+// it binds a session key to a target (a worker and data-parallel rank) so
+// that later turns reuse that target's KV/prefix cache, and it owns the
+// binding's lifecycle exactly as spec/tla/Placement.tla specifies it.
+//
+// It imports only the standard library.
+//
+// # Lifecycle
+//
+// Acquire returns a Lease on the key's binding (a hit) or a Reservation:
+// the caller is the key's one initializer and other requests wait. The
+// initializer calls Reservation.BeginDispatch with the chosen target and its
+// generation, gets a Dispatch guard with a fresh attempt id, forwards the
+// request and reports the outcome with Dispatch.Complete:
+//
+//   - Accepted commits the binding; the dispatcher holds its first lease.
+//   - DefinitelyNotAccepted returns the reservation, to dispatch again or Cancel.
+//   - Ambiguous (a timeout, a dropped stream) quarantines the key: Acquire
+//     returns an *AmbiguousError and nothing is dispatched again until a late
+//     result from the guard or Coordinator.Resolve, fenced by attempt id and
+//     generation, settles it.
+//
+// A lease ends with Release (the idle TTL restarts at zero leases), Abandon,
+// Invalidate (the binding is bad) or Close (the session's final request: the
+// binding goes when its last lease ends). Bindings expire after IdleTTL
+// without leases, and are fenced when their target's generation moves on
+// (BumpGeneration). The table holds at most MaxEntries live entries.
+//
+// # Spec actions and where they are
+//
+//	Acquire             Coordinator.Acquire, TryAcquire (tryHit is the hot path)
+//	Cancel              Reservation.Cancel
+//	BeginDispatch       Reservation.BeginDispatch (CommitAccepted = BeginDispatch + Complete(Accepted))
+//	Complete            Dispatch.Complete (Drop = Complete(Ambiguous) if still in flight)
+//	Resolve             Coordinator.Resolve
+//	Release, Abandon    Lease.Release, Lease.Abandon
+//	Invalidate, Close   Lease.Invalidate, Lease.Close
+//	InvalidateKey       Coordinator.InvalidateKey
+//	Expire, DropStale   the reaper's sweep, lazily in Acquire; a ManualClock's Advance
+//	ReservationTimeout  lazily on access, and the sweep
+//	DispatchTimeout     lazily on access, and the sweep
+//	Bump                Coordinator.BumpGeneration
+//	Advance             ManualClock.Advance
+//
+// # Concurrency
+//
+// A hit on a live binding and Release take no lock and allocate nothing:
+// a concurrent map load, one atomic load for the generation fence and a
+// compare-and-swap on the binding's word (leases, closing and dead flags,
+// and a sequence number). Every other path locks only its key's entry.
+package placement

@@ -1,0 +1,136 @@
+package placement
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Sentinel errors. Every error the package returns matches one of them with
+// errors.Is; the typed errors below carry the details for errors.As.
+var (
+	// ErrCapacity: the table holds MaxEntries live entries (see *CapacityError).
+	ErrCapacity = errors.New("placement: session table is full")
+	// ErrKeyEmpty: the session key is empty.
+	ErrKeyEmpty = errors.New("placement: session key is empty")
+	// ErrKeyTooLong: the session key exceeds MaxKeyBytes (see *KeyTooLongError).
+	ErrKeyTooLong = errors.New("placement: session key is too long")
+	// ErrInvalidConfig: New was given an invalid Config (see *ConfigError).
+	ErrInvalidConfig = errors.New("placement: invalid config")
+	// ErrAmbiguous: the key is quarantined after an ambiguous dispatch (see *AmbiguousError).
+	ErrAmbiguous = errors.New("placement: session is quarantined after an ambiguous dispatch")
+	// ErrFenced: a completion, resolve or dispatch named a stale attempt or generation (see *FencedError).
+	ErrFenced = errors.New("placement: stale attempt or generation")
+	// ErrNotQuarantined: Resolve named a key that is not quarantined.
+	ErrNotQuarantined = errors.New("placement: session is not quarantined")
+	// ErrReservationLost: the reservation was cancelled, used, or revoked by the initialization timeout.
+	ErrReservationLost = errors.New("placement: reservation is no longer held")
+	// ErrWouldWait: TryAcquire found another request initializing the key.
+	ErrWouldWait = errors.New("placement: another request is initializing the session")
+	// ErrCancelled: the context ended while Acquire waited.
+	ErrCancelled = errors.New("placement: acquire cancelled")
+	// ErrClosed: the coordinator was closed.
+	ErrClosed = errors.New("placement: coordinator is closed")
+	// ErrInvalidClock: a manual clock update was rejected (see *ClockError).
+	ErrInvalidClock = errors.New("placement: invalid clock update")
+	// ErrUsed: a lease or dispatch guard was used after it ended.
+	ErrUsed = errors.New("placement: handle already used")
+	// ErrTooManyLeases: a binding reached the maximum number of concurrent leases.
+	ErrTooManyLeases = errors.New("placement: too many concurrent leases on one session")
+)
+
+// CapacityError says the table is full and what its bound is.
+type CapacityError struct {
+	MaxEntries int
+}
+
+// Error describes the error.
+func (e *CapacityError) Error() string {
+	return fmt.Sprintf("placement: session table is full (MaxEntries %d live entries)", e.MaxEntries)
+}
+
+// Is reports whether target is ErrCapacity.
+func (e *CapacityError) Is(target error) bool { return target == ErrCapacity }
+
+// KeyTooLongError says a key exceeds the configured bound.
+type KeyTooLongError struct {
+	Len, MaxKeyBytes int
+}
+
+// Error describes the error.
+func (e *KeyTooLongError) Error() string {
+	return fmt.Sprintf("placement: session key of %d bytes exceeds MaxKeyBytes %d", e.Len, e.MaxKeyBytes)
+}
+
+// Is reports whether target is ErrKeyTooLong.
+func (e *KeyTooLongError) Is(target error) bool { return target == ErrKeyTooLong }
+
+// ConfigError names the Config field that is invalid.
+type ConfigError struct {
+	Field, Reason string
+}
+
+// Error describes the error.
+func (e *ConfigError) Error() string {
+	return fmt.Sprintf("placement: invalid config: %s %s", e.Field, e.Reason)
+}
+
+// Is reports whether target is ErrInvalidConfig.
+func (e *ConfigError) Is(target error) bool { return target == ErrInvalidConfig }
+
+// AmbiguousError carries the quarantined attempt and its generation, which
+// Resolve must name.
+type AmbiguousError struct {
+	Key        string
+	Attempt    uint64
+	Generation uint64
+}
+
+// Error describes the error.
+func (e *AmbiguousError) Error() string {
+	return fmt.Sprintf("placement: session %q is quarantined: attempt %d (generation %d) may have been accepted",
+		e.Key, e.Attempt, e.Generation)
+}
+
+// Is reports whether target is ErrAmbiguous.
+func (e *AmbiguousError) Is(target error) bool { return target == ErrAmbiguous }
+
+// FencedError says which attempt and generation were named and which are
+// current (zero when the key holds none).
+type FencedError struct {
+	Attempt, Generation               uint64
+	CurrentAttempt, CurrentGeneration uint64
+}
+
+// Error describes the error.
+func (e *FencedError) Error() string {
+	return fmt.Sprintf("placement: attempt %d generation %d is fenced (current: attempt %d generation %d)",
+		e.Attempt, e.Generation, e.CurrentAttempt, e.CurrentGeneration)
+}
+
+// Is reports whether target is ErrFenced.
+func (e *FencedError) Is(target error) bool { return target == ErrFenced }
+
+// ClockError says why a manual clock update was rejected.
+type ClockError struct {
+	Now, To int64 // nanoseconds
+	Reason  string
+}
+
+// Error describes the error.
+func (e *ClockError) Error() string {
+	return fmt.Sprintf("placement: clock update from %d to %d rejected: %s", e.Now, e.To, e.Reason)
+}
+
+// Is reports whether target is ErrInvalidClock.
+func (e *ClockError) Is(target error) bool { return target == ErrInvalidClock }
+
+// cancelledError wraps the context's error so both match.
+type cancelledError struct{ cause error }
+
+// Error describes the error.
+func (e *cancelledError) Error() string   { return "placement: acquire cancelled: " + e.cause.Error() }
+func (e *cancelledError) Unwrap() []error { return []error{ErrCancelled, e.cause} }
+
+// ErrInvalidArgument: an argument is out of range (an unknown outcome or
+// resolution, a zero Lease).
+var ErrInvalidArgument = errors.New("placement: invalid argument")

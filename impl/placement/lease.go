@@ -1,0 +1,185 @@
+package placement
+
+import "sync/atomic"
+
+// leaseSlot makes a lease single-use: ending a lease advances seq, so a
+// second use of the same Lease value (or a copy) fails. Slots are pooled.
+type leaseSlot struct{ seq atomic.Uint64 }
+
+// Lease is one request's hold on a binding version. It keeps the binding
+// alive (it cannot expire while leased) and must be ended exactly once with
+// Release, Abandon, Invalidate or Close; a second end returns ErrUsed.
+// Leases are values: taking and releasing one allocates nothing.
+type Lease[T comparable] struct {
+	b   *binding[T]
+	s   *leaseSlot
+	seq uint64
+}
+
+func (c *Coordinator[T]) newLease(b *binding[T]) Lease[T] {
+	s := c.leases.Get().(*leaseSlot)
+	return Lease[T]{b: b, s: s, seq: s.seq.Load()}
+}
+
+// Target returns the bound target.
+func (l Lease[T]) Target() T {
+	var zero T
+	if l.b == nil {
+		return zero
+	}
+	return l.b.target
+}
+
+// Generation returns the bound target's generation.
+func (l Lease[T]) Generation() uint64 {
+	if l.b == nil {
+		return 0
+	}
+	return l.b.gen
+}
+
+// Version returns the binding version: the id of the accepted attempt.
+func (l Lease[T]) Version() uint64 {
+	if l.b == nil {
+		return 0
+	}
+	return l.b.version
+}
+
+// Key returns the session key.
+func (l Lease[T]) Key() string {
+	if l.b == nil {
+		return ""
+	}
+	return l.b.e.key
+}
+
+// claim marks the lease used; only the first end succeeds.
+func (l Lease[T]) claim() error {
+	if l.b == nil {
+		return ErrInvalidArgument
+	}
+	if !l.s.seq.CompareAndSwap(l.seq, l.seq+1) {
+		return ErrUsed
+	}
+	return nil
+}
+
+// Release ends the lease: the request is done. At zero leases the binding's
+// idle deadline restarts at now + IdleTTL. On a superseded binding version
+// it changes nothing but the lease. It takes no lock and allocates nothing.
+func (l Lease[T]) Release() error { return l.end(true) }
+
+// Abandon ends the lease without refreshing the idle deadline (a request
+// that failed before producing anything).
+func (l Lease[T]) Abandon() error { return l.end(false) }
+
+func (l Lease[T]) end(refresh bool) error {
+	if err := l.claim(); err != nil {
+		return err
+	}
+	b := l.b
+	c := b.e.c()
+	defer c.leases.Put(l.s)
+	for {
+		w := b.word.Load()
+		if w&deadBit != 0 {
+			return nil // superseded
+		}
+		n := leases(w)
+		if n == 1 && w&closingBit != 0 {
+			c.endClosing(b)
+			return nil
+		}
+		if n == 1 && refresh {
+			d := c.now() + c.ttl
+			b.deadline.Store(d) // before the count reaches zero: never expired early
+			c.noteDeadline(d)
+		}
+		if b.word.CompareAndSwap(w, w-1+seqUnit) {
+			if n == 1 && !refresh {
+				c.noteDeadline(b.deadline.Load())
+			}
+			return nil
+		}
+	}
+}
+
+// Invalidate ends the lease and removes the binding, if this lease's version
+// is still current (other requests' leases on it become superseded); on a
+// superseded version it acts as Release.
+func (l Lease[T]) Invalidate() error {
+	if err := l.claim(); err != nil {
+		return err
+	}
+	b := l.b
+	e := b.e
+	c := e.c()
+	defer c.leases.Put(l.s)
+	e.mu.Lock()
+	removed := !e.removed && e.bound.Load() == b
+	if removed {
+		c.removeLocked(e)
+	}
+	e.mu.Unlock()
+	if removed {
+		c.emit(Event{Kind: EventRemoved, Key: e.key, Attempt: b.version, Generation: b.gen})
+	}
+	return nil
+}
+
+// Close ends the lease of the session's final request: the binding is
+// marked closing (it still answers hits, so the session never splits) and is
+// removed when its last lease ends, never while others still hold leases.
+func (l Lease[T]) Close() error {
+	if err := l.claim(); err != nil {
+		return err
+	}
+	b := l.b
+	c := b.e.c()
+	defer c.leases.Put(l.s)
+	for {
+		w := b.word.Load()
+		if w&deadBit != 0 {
+			return nil // superseded
+		}
+		if leases(w) == 1 {
+			c.endClosing(b)
+			return nil
+		}
+		if b.word.CompareAndSwap(w, (w-1+seqUnit)|closingBit) {
+			return nil
+		}
+	}
+}
+
+// endClosing ends the last lease of a closing binding (or of one the final
+// request closes): the binding is removed unless a lease arrived meanwhile.
+func (c *Coordinator[T]) endClosing(b *binding[T]) {
+	e := b.e
+	e.mu.Lock()
+	removed := false
+	for {
+		w := b.word.Load()
+		if w&deadBit != 0 {
+			break
+		}
+		if leases(w) == 1 {
+			if b.word.CompareAndSwap(w, ((w&^leaseMask)|deadBit)+seqUnit) {
+				if !e.removed && e.bound.Load() == b {
+					c.removeLocked(e)
+					removed = true
+				}
+				break
+			}
+			continue
+		}
+		if b.word.CompareAndSwap(w, (w-1+seqUnit)|closingBit) {
+			break
+		}
+	}
+	e.mu.Unlock()
+	if removed {
+		c.emit(Event{Kind: EventRemoved, Key: e.key, Attempt: b.version, Generation: b.gen})
+	}
+}

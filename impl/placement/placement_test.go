@@ -1,0 +1,732 @@
+package placement
+
+import (
+	"context"
+	"errors"
+	"math"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+type target struct {
+	Worker uint64
+	Rank   int32
+}
+
+var (
+	w1 = target{Worker: 1, Rank: 0}
+	w2 = target{Worker: 2, Rank: 1}
+)
+
+// noLeaks fails the test if goroutines started during it outlive it.
+func noLeaks(t *testing.T) {
+	t.Helper()
+	before := runtime.NumGoroutine()
+	t.Cleanup(func() {
+		deadline := time.Now().Add(2 * time.Second)
+		for runtime.NumGoroutine() > before {
+			if time.Now().After(deadline) {
+				buf := make([]byte, 1<<16)
+				t.Fatalf("goroutine leak: %d before, %d after\n%s", before, runtime.NumGoroutine(),
+					buf[:runtime.Stack(buf, true)])
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	})
+}
+
+func manual(t *testing.T, mutate ...func(*Config)) (*Coordinator[target], *ManualClock) {
+	t.Helper()
+	noLeaks(t)
+	clk := NewManualClock(0)
+	cfg := Config{IdleTTL: 10 * time.Second, InitTimeout: 5 * time.Second, MaxEntries: 4, Clock: clk}
+	for _, m := range mutate {
+		m(&cfg)
+	}
+	c, err := New[target](cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c, clk
+}
+
+func reserve(t *testing.T, c *Coordinator[target], key string) *Reservation[target] {
+	t.Helper()
+	a, err := c.TryAcquire(key)
+	if err != nil || a.Reservation == nil {
+		t.Fatalf("acquire %q: %v (hit=%v), want a reservation", key, err, a.Hit())
+	}
+	return a.Reservation
+}
+
+func bind(t *testing.T, c *Coordinator[target], key string, to target) Lease[target] {
+	t.Helper()
+	r := reserve(t, c, key)
+	d, err := r.BeginDispatch(to, c.Generation(to))
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := d.Complete(Accepted)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l
+}
+
+func hit(t *testing.T, c *Coordinator[target], key string) Lease[target] {
+	t.Helper()
+	a, err := c.TryAcquire(key)
+	if err != nil || !a.Hit() {
+		t.Fatalf("acquire %q: %v, want a hit", key, err)
+	}
+	return a.Lease
+}
+
+func state(t *testing.T, c *Coordinator[target], key string) Info[target] {
+	t.Helper()
+	i, err := c.Query(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return i
+}
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestAcquire_AbsentReserves(t *testing.T) {
+	c, _ := manual(t)
+	r := reserve(t, c, "s")
+	if r.Key() != "s" || state(t, c, "s").State != StateReserved {
+		t.Fatal("not reserved")
+	}
+	if _, err := c.TryAcquire("s"); !errors.Is(err, ErrWouldWait) {
+		t.Fatalf("second acquire: %v, want ErrWouldWait", err)
+	}
+}
+
+func TestAcquire_BoundHitTakesLease(t *testing.T) {
+	c, _ := manual(t)
+	l1 := bind(t, c, "s", w1)
+	l2 := hit(t, c, "s")
+	if l2.Target() != w1 || l2.Version() != l1.Version() || l2.Generation() != 1 || l2.Key() != "s" {
+		t.Fatalf("hit: %+v %d", l2.Target(), l2.Version())
+	}
+	if i := state(t, c, "s"); i.Leases != 2 || i.State != StateBound {
+		t.Fatalf("info %+v", i)
+	}
+	must(t, l1.Release())
+	must(t, l2.Release())
+	if s := c.Stats(); s.Hits != 1 || s.Reservations != 1 || s.Live != 1 {
+		t.Fatalf("stats %+v", s)
+	}
+}
+
+func TestAcquire_WaitsForInitializerAndWakes(t *testing.T) {
+	c, _ := manual(t)
+	r := reserve(t, c, "s")
+	got := make(chan Acquisition[target], 1)
+	go func() {
+		a, err := c.Acquire(context.Background(), "s")
+		if err != nil {
+			t.Error(err)
+		}
+		got <- a
+	}()
+	for c.Stats().Waits == 0 {
+		time.Sleep(time.Millisecond)
+	}
+	d, err := r.BeginDispatch(w2, 1)
+	must(t, err)
+	l, err := d.Complete(Accepted)
+	must(t, err)
+	a := <-got
+	if !a.Hit() || a.Lease.Target() != w2 {
+		t.Fatal("waiter did not get the binding")
+	}
+	must(t, a.Lease.Release())
+	must(t, l.Release())
+}
+
+func TestAcquire_WaitCancelledByContext(t *testing.T) {
+	c, _ := manual(t)
+	reserve(t, c, "s")
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+	defer cancel()
+	_, err := c.Acquire(ctx, "s")
+	if !errors.Is(err, ErrCancelled) || !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("got %v, want ErrCancelled wrapping DeadlineExceeded", err)
+	}
+}
+
+func TestCancel_WaiterBecomesInitializer(t *testing.T) {
+	c, _ := manual(t)
+	r := reserve(t, c, "s")
+	got := make(chan Acquisition[target], 1)
+	go func() {
+		a, _ := c.Acquire(context.Background(), "s")
+		got <- a
+	}()
+	for c.Stats().Waits == 0 {
+		time.Sleep(time.Millisecond)
+	}
+	must(t, r.Cancel())
+	if a := <-got; a.Reservation == nil {
+		t.Fatal("the waiter did not become the next initializer")
+	}
+	if err := r.Cancel(); !errors.Is(err, ErrReservationLost) {
+		t.Fatalf("second cancel: %v", err)
+	}
+}
+
+func TestAcquire_CapacityErrorNamesBound(t *testing.T) {
+	c, _ := manual(t, func(c *Config) { c.MaxEntries = 2 })
+	reserve(t, c, "a")
+	reserve(t, c, "b")
+	_, err := c.TryAcquire("c")
+	var ce *CapacityError
+	if !errors.As(err, &ce) || !errors.Is(err, ErrCapacity) || ce.MaxEntries != 2 || !strings.Contains(err.Error(), "2") {
+		t.Fatalf("got %v", err)
+	}
+	if s := c.Stats(); s.CapacityRejections != 1 || s.Live != 2 {
+		t.Fatalf("stats %+v", s)
+	}
+}
+
+func TestAcquire_CapacityReclaimsExpiredFirst(t *testing.T) {
+	c, clk := manual(t, func(c *Config) { c.MaxEntries = 1 })
+	l := bind(t, c, "a", w1)
+	must(t, l.Release())
+	if _, err := c.TryAcquire("b"); !errors.Is(err, ErrCapacity) {
+		t.Fatalf("got %v, want capacity", err)
+	}
+	// Make time pass without the Advance sweep, as a runtime clock would.
+	clk.t.Store(int64(11 * time.Second))
+	reserve(t, c, "b")
+	if s := c.Stats(); s.Expirations != 1 || s.Live != 1 {
+		t.Fatalf("stats %+v", s)
+	}
+}
+
+func TestAcquire_QuarantinedIsAmbiguous(t *testing.T) {
+	c, _ := manual(t)
+	r := reserve(t, c, "s")
+	d, err := r.BeginDispatch(w1, 1)
+	must(t, err)
+	_, err = d.Complete(Ambiguous)
+	must(t, err)
+	_, err = c.TryAcquire("s")
+	var ae *AmbiguousError
+	if !errors.As(err, &ae) || !errors.Is(err, ErrAmbiguous) || ae.Attempt != d.Attempt() || ae.Generation != 1 {
+		t.Fatalf("got %v", err)
+	}
+}
+
+func TestAcquire_ExpiredBindingReusesSlot(t *testing.T) {
+	c, clk := manual(t, func(c *Config) { c.MaxEntries = 1 })
+	l := bind(t, c, "s", w1)
+	must(t, l.Release())
+	clk.t.Store(int64(10 * time.Second)) // deadline reached, no sweep
+	r := reserve(t, c, "s")
+	_ = r
+	if s := c.Stats(); s.Live != 1 || s.Expirations != 1 {
+		t.Fatalf("stats %+v", s)
+	}
+}
+
+func TestBump_StaleBindingReinitializes(t *testing.T) {
+	c, _ := manual(t)
+	l := bind(t, c, "s", w1)
+	if g := c.BumpGeneration(w1); g != 2 {
+		t.Fatalf("generation %d", g)
+	}
+	if i := state(t, c, "s"); i.State != StateAbsent {
+		t.Fatalf("a stale binding reads as %v", i.State)
+	}
+	r := reserve(t, c, "s")
+	if _, err := r.BeginDispatch(w1, 1); !errors.Is(err, ErrFenced) {
+		t.Fatalf("dispatch with the old generation: %v", err)
+	}
+	d, err := r.BeginDispatch(w1, 2)
+	must(t, err)
+	l2, err := d.Complete(Accepted)
+	must(t, err)
+	must(t, l.Release()) // superseded: changes nothing
+	if i := state(t, c, "s"); i.Leases != 1 || i.Generation != 2 {
+		t.Fatalf("info %+v", i)
+	}
+	must(t, l2.Release())
+}
+
+func TestBeginDispatch_FreshAttemptIDs(t *testing.T) {
+	c, _ := manual(t)
+	r := reserve(t, c, "s")
+	seen := map[uint64]bool{}
+	for i := 0; i < 3; i++ {
+		d, err := r.BeginDispatch(w1, 1)
+		must(t, err)
+		if seen[d.Attempt()] || d.Target() != w1 || d.Generation() != 1 || d.Reservation() != r {
+			t.Fatalf("attempt %d reused or wrong guard", d.Attempt())
+		}
+		seen[d.Attempt()] = true
+		if i := state(t, c, "s"); i.State != StateDispatching || i.Attempt != d.Attempt() {
+			t.Fatalf("info %+v", i)
+		}
+		_, err = d.Complete(DefinitelyNotAccepted)
+		must(t, err)
+	}
+	if _, err := r.BeginDispatch(w1, 1); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.BeginDispatch(w1, 1); !errors.Is(err, ErrReservationLost) {
+		t.Fatalf("dispatching twice: %v", err)
+	}
+}
+
+func TestComplete_DefinitelyNotAcceptedReturnsReservation(t *testing.T) {
+	c, _ := manual(t)
+	r := reserve(t, c, "s")
+	d, _ := r.BeginDispatch(w1, 1)
+	l, err := d.Complete(DefinitelyNotAccepted)
+	if err != nil || l.b != nil {
+		t.Fatalf("got %v", err)
+	}
+	if state(t, c, "s").State != StateReserved {
+		t.Fatal("not reserved again")
+	}
+	if _, err := d.Complete(Accepted); !errors.Is(err, ErrUsed) {
+		t.Fatalf("second completion: %v", err)
+	}
+	must(t, r.Cancel())
+}
+
+func TestComplete_FencedStaleAttempt(t *testing.T) {
+	c, clk := manual(t)
+	r := reserve(t, c, "s")
+	d, _ := r.BeginDispatch(w1, 1)
+	must(t, clk.AdvanceBy(5*time.Second)) // DispatchTimeout: quarantined
+	must(t, c.Resolve("s", d.Attempt(), 1, ResolveNotAccepted))
+	r2 := reserve(t, c, "s")
+	d2, _ := r2.BeginDispatch(w2, 1)
+	_, err := d.Complete(Accepted)
+	var fe *FencedError
+	if !errors.As(err, &fe) || fe.Attempt != d.Attempt() || fe.CurrentAttempt != d2.Attempt() {
+		t.Fatalf("got %v", err)
+	}
+	if i := state(t, c, "s"); i.State != StateDispatching || i.Attempt != d2.Attempt() {
+		t.Fatalf("a fenced completion changed the key: %+v", i)
+	}
+	d2.Drop()
+}
+
+func TestComplete_InvalidOutcome(t *testing.T) {
+	c, _ := manual(t)
+	d, _ := reserve(t, c, "s").BeginDispatch(w1, 1)
+	if _, err := d.Complete(Outcome(9)); !errors.Is(err, ErrInvalidArgument) {
+		t.Fatalf("got %v", err)
+	}
+	d.Drop()
+}
+
+func TestDispatchTimeout_QuarantinesThenLateAccepted(t *testing.T) {
+	c, clk := manual(t)
+	d, _ := reserve(t, c, "s").BeginDispatch(w1, 1)
+	must(t, clk.AdvanceBy(5*time.Second))
+	if i := state(t, c, "s"); i.State != StateQuarantined {
+		t.Fatalf("state %v", i.State)
+	}
+	l, err := d.Complete(Accepted)
+	must(t, err)
+	if l.Target() != w1 || state(t, c, "s").Leases != 1 {
+		t.Fatal("late Accepted did not settle with the dispatcher's lease")
+	}
+	must(t, l.Release())
+	if s := c.Stats(); s.Quarantines != 1 || s.Resolutions != 1 {
+		t.Fatalf("stats %+v", s)
+	}
+}
+
+func TestComplete_LateDefinitelyNotAcceptedSettlesAbsent(t *testing.T) {
+	c, clk := manual(t)
+	d, _ := reserve(t, c, "s").BeginDispatch(w1, 1)
+	must(t, clk.AdvanceBy(5*time.Second))
+	_, err := d.Complete(DefinitelyNotAccepted)
+	must(t, err)
+	if state(t, c, "s").State != StateAbsent || c.Stats().Live != 0 {
+		t.Fatal("not settled")
+	}
+}
+
+func TestDrop_QuarantinesInFlightDispatch(t *testing.T) {
+	c, _ := manual(t)
+	d, _ := reserve(t, c, "s").BeginDispatch(w1, 1)
+	d.Drop()
+	d.Drop()
+	if i := state(t, c, "s"); i.State != StateQuarantined || i.Attempt != d.Attempt() {
+		t.Fatalf("info %+v", i)
+	}
+}
+
+func TestResolve_FencedByAttemptAndGeneration(t *testing.T) {
+	c, _ := manual(t)
+	d, _ := reserve(t, c, "s").BeginDispatch(w1, 1)
+	_, _ = d.Complete(Ambiguous)
+	for _, bad := range []struct{ a, g uint64 }{{d.Attempt() + 1, 1}, {d.Attempt(), 2}} {
+		err := c.Resolve("s", bad.a, bad.g, ResolveAccepted)
+		if !errors.Is(err, ErrFenced) {
+			t.Fatalf("Resolve(%d, %d): %v", bad.a, bad.g, err)
+		}
+	}
+	if state(t, c, "s").State != StateQuarantined {
+		t.Fatal("a fenced resolve changed the key")
+	}
+	must(t, c.Resolve("s", d.Attempt(), 1, ResolveAccepted))
+	if i := state(t, c, "s"); i.State != StateBound || i.Leases != 0 || i.Target != w1 {
+		t.Fatalf("info %+v", i)
+	}
+	if _, err := d.Complete(Accepted); !errors.Is(err, ErrUsed) {
+		t.Fatalf("the completed guard: %v", err)
+	}
+	if err := c.Resolve("s", d.Attempt(), 1, ResolveAccepted); !errors.Is(err, ErrNotQuarantined) {
+		t.Fatalf("second resolve: %v", err)
+	}
+	if err := c.Resolve("nope", 1, 1, ResolveAccepted); !errors.Is(err, ErrNotQuarantined) {
+		t.Fatalf("unknown key: %v", err)
+	}
+	if err := c.Resolve("s", 1, 1, Resolution(7)); !errors.Is(err, ErrInvalidArgument) {
+		t.Fatalf("bad resolution: %v", err)
+	}
+}
+
+func TestResolve_NotAcceptedMakesAbsent(t *testing.T) {
+	c, _ := manual(t)
+	d, _ := reserve(t, c, "s").BeginDispatch(w1, 1)
+	d.Drop()
+	must(t, c.Resolve("s", d.Attempt(), 1, ResolveNotAccepted))
+	reserve(t, c, "s")
+}
+
+func TestRelease_RestartsIdleDeadlineAtZero(t *testing.T) {
+	c, clk := manual(t)
+	l := bind(t, c, "s", w1)
+	must(t, clk.AdvanceBy(9*time.Second))
+	must(t, l.Release()) // deadline = 9 + 10
+	must(t, clk.AdvanceBy(9*time.Second))
+	l = hit(t, c, "s")
+	must(t, l.Release())
+	if err := l.Release(); !errors.Is(err, ErrUsed) {
+		t.Fatalf("double release: %v", err)
+	}
+	if state(t, c, "s").Leases != 0 {
+		t.Fatal("double release decremented twice")
+	}
+}
+
+func TestAbandon_KeepsDeadline(t *testing.T) {
+	c, clk := manual(t)
+	l := bind(t, c, "s", w1) // deadline 10
+	must(t, clk.AdvanceBy(9*time.Second))
+	must(t, l.Abandon())
+	must(t, clk.AdvanceBy(time.Second)) // 10: expired and reclaimed
+	if state(t, c, "s").State != StateAbsent || c.Stats().Expirations != 1 {
+		t.Fatal("abandon refreshed the deadline")
+	}
+}
+
+func TestExpire_NothingLeasedExpires(t *testing.T) {
+	c, clk := manual(t)
+	l := bind(t, c, "s", w1)
+	must(t, clk.AdvanceBy(time.Hour))
+	if state(t, c, "s").State != StateBound {
+		t.Fatal("a leased binding expired")
+	}
+	must(t, l.Release())
+	must(t, clk.AdvanceBy(10*time.Second))
+	if state(t, c, "s").State != StateAbsent {
+		t.Fatal("idle binding did not expire")
+	}
+}
+
+func TestInvalidate_SupersedesOtherLeases(t *testing.T) {
+	c, _ := manual(t)
+	l1 := bind(t, c, "s", w1)
+	l2 := hit(t, c, "s")
+	must(t, l1.Invalidate())
+	if state(t, c, "s").State != StateAbsent {
+		t.Fatal("not removed")
+	}
+	must(t, l2.Invalidate()) // superseded: acts as Release
+	l3 := bind(t, c, "s", w2)
+	if state(t, c, "s").Leases != 1 {
+		t.Fatal("a superseded lease touched the new binding")
+	}
+	must(t, l3.Release())
+}
+
+func TestClose_WaitsForLastLease(t *testing.T) {
+	c, _ := manual(t)
+	l1 := bind(t, c, "s", w1)
+	l2 := hit(t, c, "s")
+	must(t, l1.Close())
+	if i := state(t, c, "s"); i.State != StateBound || !i.Closing || i.Leases != 1 {
+		t.Fatalf("close removed the binding while another lease is held: %+v", i)
+	}
+	l3 := hit(t, c, "s") // a closing binding still answers hits
+	must(t, l2.Abandon())
+	must(t, l3.Release())
+	if state(t, c, "s").State != StateAbsent || c.Stats().Live != 0 {
+		t.Fatal("not removed at the last lease")
+	}
+	if err := l3.Close(); !errors.Is(err, ErrUsed) {
+		t.Fatalf("close after release: %v", err)
+	}
+}
+
+func TestInvalidateKey(t *testing.T) {
+	c, _ := manual(t)
+	l := bind(t, c, "s", w1)
+	ok, err := c.InvalidateKey("s")
+	if !ok || err != nil {
+		t.Fatal("not invalidated")
+	}
+	must(t, l.Release())
+	reserve(t, c, "s")
+	if ok, _ := c.InvalidateKey("s"); ok {
+		t.Fatal("InvalidateKey removed a reservation")
+	}
+	if ok, _ := c.InvalidateKey("none"); ok {
+		t.Fatal("InvalidateKey on an absent key")
+	}
+}
+
+func TestDropStale_ReaperFencesLeasedBindings(t *testing.T) {
+	c, clk := manual(t)
+	l := bind(t, c, "s", w1)
+	c.BumpGeneration(w1)
+	must(t, clk.AdvanceBy(time.Second)) // the sweep drops it, leases or not
+	if c.Stats().Live != 0 {
+		t.Fatal("stale binding kept")
+	}
+	must(t, l.Release())
+}
+
+func TestReservationTimeout_Revokes(t *testing.T) {
+	c, clk := manual(t)
+	r := reserve(t, c, "s")
+	must(t, clk.AdvanceBy(5*time.Second))
+	if _, err := r.BeginDispatch(w1, 1); !errors.Is(err, ErrReservationLost) {
+		t.Fatalf("revoked reservation dispatched: %v", err)
+	}
+	if err := r.Cancel(); !errors.Is(err, ErrReservationLost) {
+		t.Fatalf("revoked reservation cancelled: %v", err)
+	}
+	reserve(t, c, "s")
+}
+
+func TestReservationTimeout_LazilyOnAccess(t *testing.T) {
+	c, clk := manual(t)
+	r := reserve(t, c, "s")
+	clk.t.Store(int64(5 * time.Second)) // no sweep
+	r2 := reserve(t, c, "s")
+	if r2 == r {
+		t.Fatal("same reservation")
+	}
+}
+
+func TestCommitAccepted_Bridge(t *testing.T) {
+	c, _ := manual(t)
+	l, err := reserve(t, c, "s").CommitAccepted(w2, 1)
+	must(t, err)
+	if l.Target() != w2 || state(t, c, "s").State != StateBound {
+		t.Fatal("not committed")
+	}
+	must(t, l.Release())
+}
+
+func TestAdvance_RejectsBackwardsAndOverflow(t *testing.T) {
+	c, clk := manual(t)
+	must(t, clk.Advance(time.Minute))
+	l := bind(t, c, "s", w1)
+	for _, bad := range []time.Duration{time.Second, math.MaxInt64, math.MaxInt64 - time.Second} {
+		err := clk.Advance(bad)
+		var ce *ClockError
+		if !errors.As(err, &ce) || !errors.Is(err, ErrInvalidClock) {
+			t.Fatalf("Advance(%v): %v", bad, err)
+		}
+	}
+	if err := clk.AdvanceBy(-time.Second); !errors.Is(err, ErrInvalidClock) {
+		t.Fatal("negative AdvanceBy accepted")
+	}
+	if err := clk.AdvanceBy(math.MaxInt64); !errors.Is(err, ErrInvalidClock) {
+		t.Fatal("overflowing AdvanceBy accepted")
+	}
+	if clk.Now() != time.Minute || state(t, c, "s").State != StateBound {
+		t.Fatal("a rejected update changed something")
+	}
+	must(t, clk.Advance(time.Minute)) // same time: no-op
+	must(t, l.Release())
+	if _, err := New[target](Config{IdleTTL: time.Second, InitTimeout: time.Second,
+		Clock: NewManualClock(math.MaxInt64 - 10)}); !errors.Is(err, ErrInvalidConfig) {
+		t.Fatalf("a clock whose deadlines overflow: %v", err)
+	}
+}
+
+func TestConfig_Invalid(t *testing.T) {
+	noLeaks(t)
+	good := Config{IdleTTL: time.Minute, InitTimeout: time.Minute}
+	for name, mut := range map[string]func(*Config){
+		"IdleTTL":     func(c *Config) { c.IdleTTL = 999 * time.Millisecond },
+		"InitTimeout": func(c *Config) { c.InitTimeout = 366 * 24 * time.Hour },
+		"MaxEntries":  func(c *Config) { c.MaxEntries = -1 },
+		"MaxKeyBytes": func(c *Config) { c.MaxKeyBytes = -1 },
+	} {
+		cfg := good
+		mut(&cfg)
+		_, err := New[target](cfg)
+		var ce *ConfigError
+		if !errors.As(err, &ce) || ce.Field != name || !errors.Is(err, ErrInvalidConfig) {
+			t.Errorf("%s: got %v", name, err)
+		}
+	}
+}
+
+func TestKeys_Validated(t *testing.T) {
+	c, _ := manual(t, func(c *Config) { c.MaxKeyBytes = 8 })
+	if _, err := c.TryAcquire(""); !errors.Is(err, ErrKeyEmpty) {
+		t.Fatalf("empty: %v", err)
+	}
+	_, err := c.Acquire(context.Background(), "123456789")
+	var ke *KeyTooLongError
+	if !errors.As(err, &ke) || ke.Len != 9 || ke.MaxKeyBytes != 8 {
+		t.Fatalf("long: %v", err)
+	}
+	if _, err := c.Query("123456789"); !errors.Is(err, ErrKeyTooLong) {
+		t.Fatal("Query accepted a long key")
+	}
+	if _, err := c.InvalidateKey(""); !errors.Is(err, ErrKeyEmpty) {
+		t.Fatal("InvalidateKey accepted an empty key")
+	}
+	if err := (Lease[target]{}).Release(); !errors.Is(err, ErrInvalidArgument) {
+		t.Fatal("zero lease released")
+	}
+}
+
+func TestClose_WakesWaitersAndRefuses(t *testing.T) {
+	c, _ := manual(t)
+	reserve(t, c, "s")
+	errs := make(chan error, 1)
+	go func() {
+		_, err := c.Acquire(context.Background(), "s")
+		errs <- err
+	}()
+	for c.Stats().Waits == 0 {
+		time.Sleep(time.Millisecond)
+	}
+	must(t, c.Close())
+	if err := <-errs; !errors.Is(err, ErrClosed) {
+		t.Fatalf("waiter: %v", err)
+	}
+	if _, err := c.TryAcquire("t"); !errors.Is(err, ErrClosed) {
+		t.Fatalf("after close: %v", err)
+	}
+	must(t, c.Close())
+}
+
+func TestReaper_ExpiresAndRestartsAfterPanic(t *testing.T) {
+	noLeaks(t)
+	c, err := New[target](Config{IdleTTL: time.Second, InitTimeout: time.Second})
+	must(t, err)
+	defer c.Close()
+	c.testReaperPanic.Store(true)
+	l := bind(t, c, "s", w1)
+	must(t, l.Release())
+	deadline := time.Now().Add(5 * time.Second)
+	for c.Stats().Expirations == 0 || c.Stats().ReaperRestarts == 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("reaper did not restart and expire: %+v", c.Stats())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if c.Stats().Live != 0 {
+		t.Fatal("expired binding still live")
+	}
+}
+
+func TestObserver_SeesColdPathEvents(t *testing.T) {
+	var mu sync.Mutex
+	var kinds []EventKind
+	c, _ := manual(t, func(c *Config) {
+		c.Observer = func(e Event) { mu.Lock(); kinds = append(kinds, e.Kind); mu.Unlock() }
+	})
+	d, _ := reserve(t, c, "s").BeginDispatch(w1, 1)
+	_, _ = d.Complete(Ambiguous)
+	must(t, c.Resolve("s", d.Attempt(), 1, ResolveAccepted))
+	mu.Lock()
+	defer mu.Unlock()
+	want := []EventKind{EventReserved, EventQuarantined, EventResolved}
+	if len(kinds) != len(want) {
+		t.Fatalf("events %v, want %v", kinds, want)
+	}
+	for i := range want {
+		if kinds[i] != want[i] {
+			t.Fatalf("events %v, want %v", kinds, want)
+		}
+	}
+}
+
+func TestHotPath_AllocatesNothing(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector allocates")
+	}
+	c, _ := manual(t)
+	l := bind(t, c, "s", w1)
+	defer l.Release()
+	allocs := testing.AllocsPerRun(1000, func() {
+		a, err := c.TryAcquire("s")
+		if err != nil || !a.Hit() {
+			t.Fatal("miss")
+		}
+		if err := a.Lease.Release(); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if allocs != 0 {
+		t.Fatalf("hit + release allocates %.1f times", allocs)
+	}
+}
+
+// TestConcurrentLeasesBalance hammers one binding from many goroutines; the
+// lease count must return to zero and never double-decrement.
+func TestConcurrentLeasesBalance(t *testing.T) {
+	c, _ := manual(t)
+	l := bind(t, c, "s", w1)
+	must(t, l.Release())
+	var wg sync.WaitGroup
+	for g := 0; g < 8; g++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < 2000; i++ {
+				a, err := c.Acquire(context.Background(), "s")
+				if err != nil || !a.Hit() {
+					t.Error("miss", err)
+					return
+				}
+				_ = a.Lease.Release()
+				_ = a.Lease.Release() // second use must not decrement
+			}
+		}()
+	}
+	wg.Wait()
+	if i := state(t, c, "s"); i.Leases != 0 || i.State != StateBound {
+		t.Fatalf("info %+v", i)
+	}
+}
