@@ -27,7 +27,7 @@ func keys(n int) []string {
 func boundCoordinator(b *testing.B, n int) (*placement.Coordinator[worker], []string) {
 	b.Helper()
 	c, err := placement.New[worker](placement.Config{
-		IdleTTL: time.Hour, InitTimeout: time.Minute, MaxEntries: n + 1, Clock: placement.NewManualClock(0),
+		IdleTTL: time.Hour, InitTimeout: time.Minute, MaxEntries: n + 1, MaxKeyBytes: 64, Clock: placement.NewManualClock(0),
 	})
 	if err != nil {
 		b.Fatal(err)
@@ -88,7 +88,7 @@ func BenchmarkHotPathParallel(b *testing.B) {
 // absent again for the next iteration).
 func BenchmarkColdPath(b *testing.B) {
 	c, err := placement.New[worker](placement.Config{
-		IdleTTL: time.Hour, InitTimeout: time.Minute, MaxEntries: 2048, Clock: placement.NewManualClock(0),
+		IdleTTL: time.Hour, InitTimeout: time.Minute, MaxEntries: 2048, MaxKeyBytes: 64, Clock: placement.NewManualClock(0),
 	})
 	if err != nil {
 		b.Fatal(err)

@@ -1,6 +1,7 @@
 package placement
 
 import (
+	"fmt"
 	"time"
 )
 
@@ -10,7 +11,7 @@ const (
 	MaxDuration = 365 * 24 * time.Hour
 )
 
-// Defaults used when a Config field is zero.
+// Recommended limits (the anchor router's): 65,536 entries, 256-byte keys.
 const (
 	DefaultMaxEntries  = 65536
 	DefaultMaxKeyBytes = 256
@@ -24,9 +25,11 @@ type Config struct {
 	// take (1 s .. 1 year). A reservation past it is released; a dispatch
 	// past it is quarantined.
 	InitTimeout time.Duration
-	// MaxEntries bounds the live entries in the table (default 65536).
+	// MaxEntries bounds the live entries in the table (positive; see
+	// DefaultMaxEntries).
 	MaxEntries int
-	// MaxKeyBytes bounds a session key's length (default 256).
+	// MaxKeyBytes bounds a session key's length (positive; see
+	// DefaultMaxKeyBytes).
 	MaxKeyBytes int
 	// Clock is the time source: nil for the runtime's monotonic clock (with a
 	// background reaper), or a *ManualClock a simulation host advances
@@ -49,17 +52,11 @@ func (c *Config) validate() (Config, error) {
 			return out, &ConfigError{Field: d.name, Reason: "must be between 1s and 1 year, got " + d.d.String()}
 		}
 	}
-	if c.MaxEntries < 0 {
-		return out, &ConfigError{Field: "MaxEntries", Reason: "must be positive"}
+	if c.MaxEntries <= 0 {
+		return out, &ConfigError{Field: "MaxEntries", Reason: fmt.Sprintf("must be positive, got %d", c.MaxEntries)}
 	}
-	if c.MaxKeyBytes < 0 {
-		return out, &ConfigError{Field: "MaxKeyBytes", Reason: "must be positive"}
-	}
-	if out.MaxEntries == 0 {
-		out.MaxEntries = DefaultMaxEntries
-	}
-	if out.MaxKeyBytes == 0 {
-		out.MaxKeyBytes = DefaultMaxKeyBytes
+	if c.MaxKeyBytes <= 0 {
+		return out, &ConfigError{Field: "MaxKeyBytes", Reason: fmt.Sprintf("must be positive, got %d", c.MaxKeyBytes)}
 	}
 	return out, nil
 }

@@ -3,7 +3,11 @@ package placement
 import (
 	"context"
 	"errors"
+	"fmt"
+	"go/parser"
+	"go/token"
 	"math"
+	"path/filepath"
 	"runtime"
 	"strings"
 	"sync"
@@ -42,7 +46,7 @@ func manual(t *testing.T, mutate ...func(*Config)) (*Coordinator[target], *Manua
 	t.Helper()
 	noLeaks(t)
 	clk := NewManualClock(0)
-	cfg := Config{IdleTTL: 10 * time.Second, InitTimeout: 5 * time.Second, MaxEntries: 4, Clock: clk}
+	cfg := Config{IdleTTL: 10 * time.Second, InitTimeout: 5 * time.Second, MaxEntries: 4, MaxKeyBytes: 64, Clock: clk}
 	for _, m := range mutate {
 		m(&cfg)
 	}
@@ -573,7 +577,7 @@ func TestAdvance_RejectsBackwardsAndOverflow(t *testing.T) {
 	}
 	must(t, clk.Advance(time.Minute)) // same time: no-op
 	must(t, l.Release())
-	if _, err := New[target](Config{IdleTTL: time.Second, InitTimeout: time.Second,
+	if _, err := New[target](Config{IdleTTL: time.Second, InitTimeout: time.Second, MaxEntries: 1, MaxKeyBytes: 1,
 		Clock: NewManualClock(math.MaxInt64 - 10)}); !errors.Is(err, ErrInvalidConfig) {
 		t.Fatalf("a clock whose deadlines overflow: %v", err)
 	}
@@ -581,11 +585,11 @@ func TestAdvance_RejectsBackwardsAndOverflow(t *testing.T) {
 
 func TestConfig_Invalid(t *testing.T) {
 	noLeaks(t)
-	good := Config{IdleTTL: time.Minute, InitTimeout: time.Minute}
+	good := Config{IdleTTL: time.Minute, InitTimeout: time.Minute, MaxEntries: 1, MaxKeyBytes: 1}
 	for name, mut := range map[string]func(*Config){
 		"IdleTTL":     func(c *Config) { c.IdleTTL = 999 * time.Millisecond },
 		"InitTimeout": func(c *Config) { c.InitTimeout = 366 * 24 * time.Hour },
-		"MaxEntries":  func(c *Config) { c.MaxEntries = -1 },
+		"MaxEntries":  func(c *Config) { c.MaxEntries = 0 },
 		"MaxKeyBytes": func(c *Config) { c.MaxKeyBytes = -1 },
 	} {
 		cfg := good
@@ -642,7 +646,7 @@ func TestClose_WakesWaitersAndRefuses(t *testing.T) {
 
 func TestReaper_ExpiresAndRestartsAfterPanic(t *testing.T) {
 	noLeaks(t)
-	c, err := New[target](Config{IdleTTL: time.Second, InitTimeout: time.Second})
+	c, err := New[target](Config{IdleTTL: time.Second, InitTimeout: time.Second, MaxEntries: 8, MaxKeyBytes: 8})
 	must(t, err)
 	defer c.Close()
 	c.testReaperPanic.Store(true)
@@ -728,5 +732,58 @@ func TestConcurrentLeasesBalance(t *testing.T) {
 	wg.Wait()
 	if i := state(t, c, "s"); i.Leases != 0 || i.State != StateBound {
 		t.Fatalf("info %+v", i)
+	}
+}
+
+// TestAcquire_FreshKeyFloodStaysBounded: an attacker sending fresh session
+// ids fills the table but cannot grow it past MaxEntries.
+func TestAcquire_FreshKeyFloodStaysBounded(t *testing.T) {
+	c, _ := manual(t, func(c *Config) { c.MaxEntries = 64 })
+	var wg sync.WaitGroup
+	for g := 0; g < 4; g++ {
+		wg.Add(1)
+		go func(g int) {
+			defer wg.Done()
+			for i := 0; i < 5000; i++ {
+				a, err := c.TryAcquire(fmt.Sprintf("attacker-%d-%d", g, i))
+				if err == nil {
+					_, _ = a.Reservation.CommitAccepted(w1, 1)
+				} else if !errors.Is(err, ErrCapacity) {
+					t.Error(err)
+					return
+				}
+			}
+		}(g)
+	}
+	wg.Wait()
+	n := 0
+	c.table.Range(func(_, _ any) bool { n++; return true })
+	if n > 64 || c.Stats().Live != 64 || c.Stats().CapacityRejections != 4*5000-64 {
+		t.Fatalf("table holds %d entries, stats %+v", n, c.Stats())
+	}
+}
+
+// TestImportsOnlyStandardLibrary: a router vendoring this package pulls in
+// nothing else.
+func TestImportsOnlyStandardLibrary(t *testing.T) {
+	files, err := filepath.Glob("*.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fset := token.NewFileSet()
+	for _, name := range files {
+		if strings.HasSuffix(name, "_test.go") {
+			continue
+		}
+		f, err := parser.ParseFile(fset, name, nil, parser.ImportsOnly)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, imp := range f.Imports {
+			path := strings.Trim(imp.Path.Value, `"`)
+			if first, _, _ := strings.Cut(path, "/"); strings.Contains(first, ".") {
+				t.Errorf("%s imports %s, which is not in the standard library", name, path)
+			}
+		}
 	}
 }
