@@ -493,12 +493,20 @@ func (c *Coordinator[T]) bindLocked(e *entry[T], n uint64) *binding[T] {
 	e.bound.Store(b)
 	e.st, e.resv, e.guard = stBound, nil, nil
 	e.notifyLocked()
+	if b.stale() {
+		// The target's generation moved on while the attempt was in flight
+		// or quarantined: the binding is fenced at birth and reads as
+		// absent, so it must not hold a slot either. Its lease, if any, is
+		// superseded.
+		c.removeLocked(e)
+	}
 	return b
 }
 
 // InvalidateKey removes key's binding, if it has one, superseding its
-// leases. It reports whether a binding was removed; a key in any other state
-// is left alone.
+// leases. It reports whether a live binding was removed (an expired or stale
+// one, which already reads as absent, is reclaimed without counting); a key
+// in any other state is left alone.
 func (c *Coordinator[T]) InvalidateKey(key string) (bool, error) {
 	if err := c.checkKey(key); err != nil {
 		return false, err
@@ -509,8 +517,12 @@ func (c *Coordinator[T]) InvalidateKey(key string) (bool, error) {
 	}
 	e := v.(*entry[T])
 	e.mu.Lock()
-	removed := !e.removed && e.st == stBound
-	if removed {
+	removed := false
+	if !e.removed && e.st == stBound {
+		// An expired or stale binding already reads as absent: it is
+		// reclaimed, but no live binding was removed.
+		b := e.bound.Load()
+		removed = !b.stale() && !b.expiredAt(b.word.Load(), c.now())
 		c.removeLocked(e)
 	}
 	e.mu.Unlock()

@@ -787,3 +787,19 @@ func TestImportsOnlyStandardLibrary(t *testing.T) {
 		}
 	}
 }
+
+// TestResolve_AcceptedAfterBumpIsFencedAtBirth: found by the side-by-side
+// model test. A quarantined attempt resolved Accepted after its target's
+// generation moved on binds a stale binding; it reads as absent and must
+// not hold a slot.
+func TestResolve_AcceptedAfterBumpIsFencedAtBirth(t *testing.T) {
+	c, _ := manual(t, func(c *Config) { c.MaxEntries = 1 })
+	d, _ := reserve(t, c, "k0").BeginDispatch(w1, 1)
+	d.Drop()
+	c.BumpGeneration(w1)
+	must(t, c.Resolve("k0", d.Attempt(), 1, ResolveAccepted))
+	if state(t, c, "k0").State != StateAbsent || c.Stats().Live != 0 {
+		t.Fatal("a binding stale at birth holds a slot")
+	}
+	reserve(t, c, "k1")
+}

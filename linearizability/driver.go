@@ -1,0 +1,189 @@
+package linearizability
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/placementlab/placement/impl/placement"
+	"github.com/placementlab/placement/model"
+)
+
+// Record is one step a Driver took.
+type Record struct {
+	In   Input  `json:"in"`
+	Want Output `json:"want"`
+	Got  Output `json:"got"`
+}
+
+// Coverage counts the operations performed and the outputs seen.
+type Coverage struct {
+	Ops  [NumOps]int
+	Outs [NumOuts]int
+}
+
+// Add merges o into c.
+func (c *Coverage) Add(o Coverage) {
+	for i := range c.Ops {
+		c.Ops[i] += o.Ops[i]
+	}
+	for i := range c.Outs {
+		c.Outs[i] += o.Outs[i]
+	}
+}
+
+// Missing lists the operations and outputs never seen, ignoring those
+// listed in except.
+func (c *Coverage) Missing(except ...string) []string {
+	skip := map[string]bool{}
+	for _, e := range except {
+		skip[e] = true
+	}
+	var out []string
+	for i, n := range c.Ops {
+		if n == 0 && !skip[OpKind(i).String()] {
+			out = append(out, OpKind(i).String())
+		}
+	}
+	for i, n := range c.Outs {
+		if n == 0 && !skip[OutKind(i).String()] {
+			out = append(out, OutKind(i).String())
+		}
+	}
+	return out
+}
+
+// Driver runs a System and the model side by side, sequentially: every
+// operation's output and every key's observable state must match.
+type Driver struct {
+	Sys      *System
+	St       *Stepper
+	State    model.State
+	Trace    []Record
+	Coverage Coverage
+	lastAmb  map[int][2]uint64 // key -> attempt, generation last seen in flight or quarantined
+}
+
+// NewDriver builds a system of shape sh and its model.
+func NewDriver(sh Shape, mutate ...func(*placement.Config)) (*Driver, error) {
+	sys, err := NewSystem(sh, mutate...)
+	if err != nil {
+		return nil, err
+	}
+	st, err := NewStepper(sh)
+	if err != nil {
+		sys.Close()
+		return nil, err
+	}
+	return &Driver{Sys: sys, St: st, State: st.Init(), lastAmb: map[int][2]uint64{}}, nil
+}
+
+// Close closes the system.
+func (d *Driver) Close() { d.Sys.Close() }
+
+// Step performs in on both sides and reports the first divergence.
+func (d *Driver) Step(in Input) error {
+	want, next, ok := d.St.Expect(d.State, in)
+	if !ok {
+		return fmt.Errorf("the model has no step for %s in this state:\n%s", in, d.St.M.FormatState(&d.State))
+	}
+	got := d.Sys.Do(context.Background(), in)
+	d.Trace = append(d.Trace, Record{In: in, Want: want, Got: got})
+	d.Coverage.Ops[in.Op]++
+	d.Coverage.Outs[got.Kind]++
+	if got != want {
+		return fmt.Errorf("%s returned %s, the model says %s\n%s", in, got, want, d.TraceString())
+	}
+	d.State = next
+	switch got.Kind {
+	case OutAmbiguous, OutDispatched:
+		d.lastAmb[d.keyOf(in)] = [2]uint64{got.Attempt, got.Gen}
+	}
+	for k := range d.State.Table {
+		o, err := d.Sys.Observe(k)
+		if err != nil {
+			return err
+		}
+		if w := d.St.Observe(&d.State, k); o != w {
+			return fmt.Errorf("after %s key k%d reads %+v, the model says %+v\n%s", in, k, o, w, d.TraceString())
+		}
+	}
+	for name, inv := range model.Invariants {
+		if name != "TypeOK" && !inv.Holds(d.St.M, &d.State) {
+			return fmt.Errorf("model invariant %s fails after %s", name, in)
+		}
+	}
+	return nil
+}
+
+func (d *Driver) keyOf(in Input) int {
+	if in.Op == OpAcquire || in.Op == OpTryAcquire || in.Op == OpResolve {
+		return in.Key
+	}
+	return d.State.Req[in.Client].Key
+}
+
+// TraceString renders the steps so far.
+func (d *Driver) TraceString() string {
+	var b strings.Builder
+	for i, r := range d.Trace {
+		mark := ""
+		if r.Got != r.Want {
+			mark = "   <-- model: " + r.Want.String()
+		}
+		fmt.Fprintf(&b, "%4d  %-40s -> %s%s\n", i, r.In, r.Got, mark)
+	}
+	return b.String()
+}
+
+// Choose picks a valid next operation; pick(n) returns a choice in [0, n).
+func (d *Driver) Choose(pick func(n int) int) Input {
+	sh := d.Sys.Shape
+	r := pick(sh.Clients)
+	in := Input{Client: r}
+	switch d.Sys.Holds(r) {
+	case HoldsReservation:
+		in.Target = pick(sh.Targets)
+		in.Gen = d.Sys.C.Generation(in.Target)
+		switch pick(6) {
+		case 0:
+			in.Op = OpCancel
+		case 1:
+			in.Op = OpCommitAccepted
+		case 2:
+			in.Op, in.Gen = OpBeginDispatch, in.Gen-1 // a stale generation
+		default:
+			in.Op = OpBeginDispatch
+		}
+	case HoldsDispatch:
+		if pick(8) == 0 {
+			in.Op = OpDrop
+		} else {
+			in.Op, in.Outcome = OpComplete, pick(3)
+		}
+	case HoldsLease:
+		in.Op = []OpKind{OpRelease, OpRelease, OpAbandon, OpInvalidate, OpClose}[pick(5)]
+	default:
+		switch pick(12) {
+		case 0:
+			in.Op, in.Key = OpResolve, pick(sh.Keys)
+			a := d.lastAmb[in.Key]
+			in.Attempt, in.Gen, in.Outcome = a[0], a[1], pick(2)
+			switch pick(4) {
+			case 0:
+				in.Attempt++ // a stale or wrong attempt
+			case 1:
+				in.Gen++ // a wrong generation
+			}
+		case 1:
+			in.Op, in.Key = OpInvalidateKey, pick(sh.Keys)
+		case 2:
+			in.Op, in.Target = OpBump, pick(sh.Targets)
+		case 3, 4:
+			in.Op, in.By = OpAdvance, int64(pick(4))
+		default:
+			in.Op, in.Key = OpTryAcquire, pick(sh.Keys)
+		}
+	}
+	return in
+}

@@ -1,0 +1,144 @@
+// Package linearizability checks the production coordinator
+// (impl/placement) against the executable model (model/): operations are
+// performed on the real coordinator by a System, and a Stepper computes what
+// the model's own transition functions say each operation must return. The
+// rapid state-machine test drives both side by side; the Porcupine checker
+// uses the Stepper as its sequential specification.
+package linearizability
+
+import "fmt"
+
+// OpKind names an operation a client performs.
+type OpKind uint8
+
+// Operations. Each maps to one action of spec/tla/Placement.tla (Drop is
+// Complete(Ambiguous), CommitAccepted is BeginDispatch then
+// Complete(Accepted), Advance is the clock's Advance followed by the
+// reclamation it triggers).
+const (
+	OpAcquire OpKind = iota
+	OpTryAcquire
+	OpBeginDispatch
+	OpCommitAccepted
+	OpCancel
+	OpComplete
+	OpDrop
+	OpRelease
+	OpAbandon
+	OpInvalidate
+	OpClose
+	OpResolve
+	OpInvalidateKey
+	OpBump
+	OpAdvance
+	NumOps
+)
+
+var opNames = [NumOps]string{"Acquire", "TryAcquire", "BeginDispatch", "CommitAccepted", "Cancel",
+	"Complete", "Drop", "Release", "Abandon", "Invalidate", "Close", "Resolve", "InvalidateKey",
+	"Bump", "Advance"}
+
+// String returns the operation's name.
+func (k OpKind) String() string {
+	if k < NumOps {
+		return opNames[k]
+	}
+	return fmt.Sprintf("OpKind(%d)", uint8(k))
+}
+
+// Input is one operation with its arguments. Client is the model request
+// that performs it.
+type Input struct {
+	Op      OpKind `json:"op"`
+	Client  int    `json:"client"`
+	Key     int    `json:"key"`
+	Target  int    `json:"target"`
+	Gen     uint64 `json:"gen,omitempty"`
+	Attempt uint64 `json:"attempt,omitempty"`
+	Outcome int    `json:"outcome,omitempty"` // model.Outcome for Complete, model.Resolution for Resolve
+	By      int64  `json:"by,omitempty"`      // Advance: model time units
+}
+
+// OutKind is what an operation returned.
+type OutKind uint8
+
+// Output kinds.
+const (
+	OutOK OutKind = iota
+	OutHit
+	OutReserved
+	OutWouldWait
+	OutCapacity
+	OutAmbiguous
+	OutCancelled
+	OutLost
+	OutFenced
+	OutUsed
+	OutDispatched
+	OutCommitted
+	OutNotQuarantined
+	OutRemoved
+	OutNone
+	OutError
+	NumOuts
+)
+
+var outNames = [NumOuts]string{"ok", "hit", "reserved", "would-wait", "capacity", "ambiguous",
+	"cancelled", "lost", "fenced", "used", "dispatched", "committed", "not-quarantined", "removed",
+	"none", "error"}
+
+// String returns the output kind's name.
+func (k OutKind) String() string {
+	if k < NumOuts {
+		return outNames[k]
+	}
+	return fmt.Sprintf("OutKind(%d)", uint8(k))
+}
+
+// Output is what an operation returned, with the fields that matter for it.
+type Output struct {
+	Kind    OutKind `json:"kind"`
+	Target  int     `json:"target,omitempty"`
+	Gen     uint64  `json:"gen,omitempty"`
+	Attempt uint64  `json:"attempt,omitempty"`
+	Err     string  `json:"err,omitempty"` // OutError only: an error no operation may return
+}
+
+// String renders the output for reports.
+func (o Output) String() string {
+	switch o.Kind {
+	case OutHit, OutCommitted:
+		return fmt.Sprintf("%s(t%d g%d v%d)", o.Kind, o.Target, o.Gen, o.Attempt)
+	case OutAmbiguous, OutDispatched:
+		return fmt.Sprintf("%s(a%d g%d)", o.Kind, o.Attempt, o.Gen)
+	case OutOK:
+		if o.Gen != 0 {
+			return fmt.Sprintf("ok(g%d)", o.Gen)
+		}
+	case OutError:
+		return "error(" + o.Err + ")"
+	}
+	return o.Kind.String()
+}
+
+// String renders the input for reports, in the spec's vocabulary.
+func (in Input) String() string {
+	switch in.Op {
+	case OpAcquire, OpTryAcquire:
+		return fmt.Sprintf("r%d %s(k%d)", in.Client, in.Op, in.Key)
+	case OpBeginDispatch, OpCommitAccepted:
+		return fmt.Sprintf("r%d %s(t%d, g%d)", in.Client, in.Op, in.Target, in.Gen)
+	case OpComplete:
+		return fmt.Sprintf("r%d Complete(%s)", in.Client, []string{"Accepted", "DefinitelyNotAccepted", "Ambiguous"}[in.Outcome])
+	case OpResolve:
+		return fmt.Sprintf("r%d Resolve(k%d, a%d, g%d, %s)", in.Client, in.Key, in.Attempt, in.Gen,
+			[]string{"Accepted", "NotAccepted"}[in.Outcome])
+	case OpInvalidateKey:
+		return fmt.Sprintf("r%d InvalidateKey(k%d)", in.Client, in.Key)
+	case OpBump:
+		return fmt.Sprintf("r%d Bump(t%d)", in.Client, in.Target)
+	case OpAdvance:
+		return fmt.Sprintf("r%d Advance(+%d)", in.Client, in.By)
+	}
+	return fmt.Sprintf("r%d %s", in.Client, in.Op)
+}

@@ -1,0 +1,200 @@
+package linearizability
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/placementlab/placement/impl/placement"
+)
+
+// Shape is the size of a checked system.
+type Shape struct {
+	Clients, Keys, Targets, Capacity int
+	TTL, InitTimeout                 int64 // model time units (seconds on the coordinator)
+}
+
+// Unit is one model time unit on the coordinator's manual clock.
+const Unit = time.Second
+
+// Handle is what a client of a System holds.
+type Handle uint8
+
+// Handles.
+const (
+	HoldsNothing Handle = iota
+	HoldsReservation
+	HoldsDispatch
+	HoldsLease
+)
+
+type client struct {
+	res   *placement.Reservation[int]
+	d     *placement.Dispatch[int]
+	lease placement.Lease[int]
+	holds Handle
+}
+
+// System is the coordinator under test, with a manual clock, and what each
+// client holds. Targets are ints; key i is "k<i>".
+type System struct {
+	C       *placement.Coordinator[int]
+	Clock   *placement.ManualClock
+	Shape   Shape
+	clients []client
+	keys    []string
+}
+
+// NewSystem builds a coordinator of the given shape.
+func NewSystem(sh Shape, mutate ...func(*placement.Config)) (*System, error) {
+	clk := placement.NewManualClock(0)
+	cfg := placement.Config{
+		IdleTTL: time.Duration(sh.TTL) * Unit, InitTimeout: time.Duration(sh.InitTimeout) * Unit,
+		MaxEntries: sh.Capacity, MaxKeyBytes: 16, Clock: clk,
+	}
+	for _, m := range mutate {
+		m(&cfg)
+	}
+	c, err := placement.New[int](cfg)
+	if err != nil {
+		return nil, err
+	}
+	s := &System{C: c, Clock: clk, Shape: sh, clients: make([]client, sh.Clients)}
+	for k := 0; k < sh.Keys; k++ {
+		s.keys = append(s.keys, fmt.Sprintf("k%d", k))
+	}
+	return s, nil
+}
+
+// Close closes the coordinator.
+func (s *System) Close() { s.C.Close() }
+
+// Holds returns what client r holds.
+func (s *System) Holds(r int) Handle { return s.clients[r].holds }
+
+// KeyName returns key k's name.
+func (s *System) KeyName(k int) string { return s.keys[k] }
+
+// Do performs in on the coordinator and returns what it returned. Each
+// client's operations must be issued sequentially (one goroutine per
+// client); different clients may run concurrently.
+func (s *System) Do(ctx context.Context, in Input) Output {
+	cl := &s.clients[in.Client]
+	switch in.Op {
+	case OpAcquire, OpTryAcquire:
+		var a placement.Acquisition[int]
+		var err error
+		if in.Op == OpAcquire {
+			a, err = s.C.Acquire(ctx, s.keys[in.Key])
+		} else {
+			a, err = s.C.TryAcquire(s.keys[in.Key])
+		}
+		switch {
+		case err == nil && a.Hit():
+			cl.lease, cl.holds = a.Lease, HoldsLease
+			return Output{Kind: OutHit, Target: a.Lease.Target(), Gen: a.Lease.Generation(), Attempt: a.Lease.Version()}
+		case err == nil:
+			cl.res, cl.holds = a.Reservation, HoldsReservation
+			return Output{Kind: OutReserved}
+		}
+		return errOutput(err)
+	case OpBeginDispatch:
+		d, err := cl.res.BeginDispatch(in.Target, in.Gen)
+		switch {
+		case err == nil:
+			cl.d, cl.holds = d, HoldsDispatch
+			return Output{Kind: OutDispatched, Attempt: d.Attempt(), Gen: d.Generation()}
+		case errors.Is(err, placement.ErrReservationLost):
+			cl.holds = HoldsNothing
+		}
+		return errOutput(err)
+	case OpCommitAccepted:
+		l, err := cl.res.CommitAccepted(in.Target, in.Gen)
+		switch {
+		case err == nil:
+			cl.lease, cl.holds = l, HoldsLease
+			return Output{Kind: OutCommitted, Target: l.Target(), Gen: l.Generation(), Attempt: l.Version()}
+		case errors.Is(err, placement.ErrReservationLost):
+			cl.holds = HoldsNothing
+		}
+		return errOutput(err)
+	case OpCancel:
+		cl.holds = HoldsNothing
+		return errOutput(cl.res.Cancel())
+	case OpComplete:
+		o := []placement.Outcome{placement.Accepted, placement.DefinitelyNotAccepted, placement.Ambiguous}[in.Outcome]
+		l, err := cl.d.Complete(o)
+		cl.holds = HoldsNothing
+		switch {
+		case err != nil:
+			return errOutput(err)
+		case o == placement.Accepted:
+			cl.lease, cl.holds = l, HoldsLease
+			return Output{Kind: OutCommitted, Target: l.Target(), Gen: l.Generation(), Attempt: l.Version()}
+		case o == placement.DefinitelyNotAccepted:
+			// The reservation is held again, unless the result came late
+			// and settled a quarantine; using it then reports it lost.
+			cl.res, cl.holds = cl.d.Reservation(), HoldsReservation
+		}
+		return Output{Kind: OutOK}
+	case OpDrop:
+		cl.d.Drop()
+		cl.holds = HoldsNothing
+		return Output{Kind: OutOK}
+	case OpRelease, OpAbandon, OpInvalidate, OpClose:
+		l := cl.lease
+		cl.holds = HoldsNothing
+		switch in.Op {
+		case OpRelease:
+			return errOutput(l.Release())
+		case OpAbandon:
+			return errOutput(l.Abandon())
+		case OpInvalidate:
+			return errOutput(l.Invalidate())
+		}
+		return errOutput(l.Close())
+	case OpResolve:
+		res := []placement.Resolution{placement.ResolveAccepted, placement.ResolveNotAccepted}[in.Outcome]
+		return errOutput(s.C.Resolve(s.keys[in.Key], in.Attempt, in.Gen, res))
+	case OpInvalidateKey:
+		removed, err := s.C.InvalidateKey(s.keys[in.Key])
+		if err != nil {
+			return errOutput(err)
+		}
+		if removed {
+			return Output{Kind: OutRemoved}
+		}
+		return Output{Kind: OutNone}
+	case OpBump:
+		return Output{Kind: OutOK, Gen: s.C.BumpGeneration(in.Target)}
+	case OpAdvance:
+		return errOutput(s.Clock.AdvanceBy(time.Duration(in.By) * Unit))
+	}
+	return Output{Kind: OutError, Err: "unknown operation " + in.Op.String()}
+}
+
+func errOutput(err error) Output {
+	var amb *placement.AmbiguousError
+	switch {
+	case err == nil:
+		return Output{Kind: OutOK}
+	case errors.As(err, &amb):
+		return Output{Kind: OutAmbiguous, Attempt: amb.Attempt, Gen: amb.Generation}
+	case errors.Is(err, placement.ErrCapacity):
+		return Output{Kind: OutCapacity}
+	case errors.Is(err, placement.ErrWouldWait):
+		return Output{Kind: OutWouldWait}
+	case errors.Is(err, placement.ErrCancelled):
+		return Output{Kind: OutCancelled}
+	case errors.Is(err, placement.ErrReservationLost):
+		return Output{Kind: OutLost}
+	case errors.Is(err, placement.ErrFenced):
+		return Output{Kind: OutFenced}
+	case errors.Is(err, placement.ErrUsed):
+		return Output{Kind: OutUsed}
+	case errors.Is(err, placement.ErrNotQuarantined):
+		return Output{Kind: OutNotQuarantined}
+	}
+	return Output{Kind: OutError, Err: err.Error()}
+}
