@@ -4,6 +4,8 @@
 #   make test     what CI runs (.ci/run): lint, race tests, the explorer on every config
 #   make tlc      re-run TLC (needs TLA2TOOLS_JAR) and record its results as data
 #   make bench    benchmarks (hot path, cold path, table choice)
+#   make mutants  the bug zoo: every broken variant must be caught
+#   make fuzz     the fuzz campaign (FUZZTIME per target)
 
 SHELL       := /bin/bash
 .SHELLFLAGS := -o pipefail -c
@@ -11,9 +13,9 @@ GO          ?= go
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 CONFIGS     := $(wildcard spec/tla/MC*.cfg)
 
-.PHONY: test lint race conformance explore bench-smoke verify tlc bench
+.PHONY: test lint race conformance explore bench-smoke mutants fuzz verify tlc bench
 
-test: lint race conformance explore bench-smoke
+test: lint race conformance explore bench-smoke mutants
 
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
@@ -38,6 +40,18 @@ explore:
 # Every benchmark once, so a broken one fails CI (figures come from make bench).
 bench-smoke:
 	$(GO) test -run '^$$' -bench . -benchtime 1x ./benchmarks/ > /dev/null
+
+# The bug zoo: every broken variant of impl/placement must be caught.
+mutants:
+	$(GO) run ./linearizability/cmd/mutants
+
+# The fuzz campaign: every target for FUZZTIME (nightly: FUZZTIME=10m).
+FUZZTIME ?= 30s
+fuzz:
+	@for t in $$($(GO) test -list '^Fuzz' ./fuzz/ | grep ^Fuzz); do \
+	  echo "fuzz: $$t for $(FUZZTIME)"; \
+	  $(GO) test -run '^$$' -fuzz "^$$t$$" -fuzztime $(FUZZTIME) ./fuzz/ || exit 1; \
+	done
 
 verify:
 	@scripts/verify.sh

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strings"
 
+	"pgregory.net/rapid"
+
 	"github.com/placementlab/placement/impl/placement"
 	"github.com/placementlab/placement/model"
 )
@@ -95,10 +97,7 @@ func (d *Driver) Step(in Input) error {
 		return fmt.Errorf("%s returned %s, the model says %s\n%s", in, got, want, d.TraceString())
 	}
 	d.State = next
-	switch got.Kind {
-	case OutAmbiguous, OutDispatched:
-		d.lastAmb[d.keyOf(in)] = [2]uint64{got.Attempt, got.Gen}
-	}
+	NoteAmbiguity(d.lastAmb, in, got)
 	for k := range d.State.Table {
 		o, err := d.Sys.Observe(k)
 		if err != nil {
@@ -116,11 +115,12 @@ func (d *Driver) Step(in Input) error {
 	return nil
 }
 
-func (d *Driver) keyOf(in Input) int {
-	if in.Op == OpAcquire || in.Op == OpTryAcquire || in.Op == OpResolve {
-		return in.Key
+// NoteAmbiguity records the attempt and generation an output names, for
+// later Resolve arguments.
+func NoteAmbiguity(lastAmb map[int][2]uint64, in Input, got Output) {
+	if got.Kind == OutAmbiguous || got.Kind == OutDispatched {
+		lastAmb[in.Key] = [2]uint64{got.Attempt, got.Gen}
 	}
-	return d.State.Req[in.Client].Key
 }
 
 // TraceString renders the steps so far.
@@ -136,15 +136,24 @@ func (d *Driver) TraceString() string {
 	return b.String()
 }
 
-// Choose picks a valid next operation; pick(n) returns a choice in [0, n).
+// Choose picks a valid next operation for a random client; pick(n)
+// returns a choice in [0, n).
 func (d *Driver) Choose(pick func(n int) int) Input {
-	sh := d.Sys.Shape
-	r := pick(sh.Clients)
-	in := Input{Client: r}
-	switch d.Sys.Holds(r) {
+	return Choose(d.Sys, pick(d.Sys.Shape.Clients), d.lastAmb, pick, true)
+}
+
+// Choose picks a valid next operation for client r of sys, given what r
+// holds. lastAmb holds the attempt and generation r last saw in flight or
+// quarantined per key (for Resolve arguments, sometimes perturbed to test
+// the fence). With env false, no operation that touches every key (Bump,
+// Advance) is chosen, so a history can be partitioned by key.
+func Choose(sys *System, r int, lastAmb map[int][2]uint64, pick func(n int) int, env bool) Input {
+	sh := sys.Shape
+	in := Input{Client: r, Key: sys.HeldKey(r)}
+	switch sys.Holds(r) {
 	case HoldsReservation:
 		in.Target = pick(sh.Targets)
-		in.Gen = d.Sys.C.Generation(in.Target)
+		in.Gen = sys.C.Generation(in.Target)
 		switch pick(6) {
 		case 0:
 			in.Op = OpCancel
@@ -164,10 +173,14 @@ func (d *Driver) Choose(pick func(n int) int) Input {
 	case HoldsLease:
 		in.Op = []OpKind{OpRelease, OpRelease, OpAbandon, OpInvalidate, OpClose}[pick(5)]
 	default:
-		switch pick(12) {
+		c := pick(14)
+		if !env && (c == 2 || c == 3 || c == 4) {
+			c = 5
+		}
+		switch c {
 		case 0:
 			in.Op, in.Key = OpResolve, pick(sh.Keys)
-			a := d.lastAmb[in.Key]
+			a := lastAmb[in.Key]
 			in.Attempt, in.Gen, in.Outcome = a[0], a[1], pick(2)
 			switch pick(4) {
 			case 0:
@@ -181,9 +194,48 @@ func (d *Driver) Choose(pick func(n int) int) Input {
 			in.Op, in.Target = OpBump, pick(sh.Targets)
 		case 3, 4:
 			in.Op, in.By = OpAdvance, int64(pick(4))
+		case 5:
+			if sys.HasOldLease(r) {
+				in.Op, in.Again = []OpKind{OpRelease, OpAbandon, OpInvalidate, OpClose}[pick(4)], true
+				break
+			}
+			fallthrough
 		default:
 			in.Op, in.Key = OpTryAcquire, pick(sh.Keys)
 		}
 	}
 	return in
+}
+
+// DrawShape draws a small system shape.
+func DrawShape(t *rapid.T) Shape {
+	return Shape{
+		Clients:     rapid.IntRange(1, 4).Draw(t, "clients"),
+		Keys:        rapid.IntRange(1, 3).Draw(t, "keys"),
+		Targets:     rapid.IntRange(1, 3).Draw(t, "targets"),
+		Capacity:    rapid.IntRange(1, 3).Draw(t, "capacity"),
+		TTL:         rapid.Int64Range(1, 3).Draw(t, "ttl"),
+		InitTimeout: rapid.Int64Range(1, 3).Draw(t, "init"),
+	}
+}
+
+// SideBySide is the differential property: the coordinator and the model,
+// driven sequentially through the same random operations, agree on every
+// result and every key's observable state. It returns what it exercised.
+// The rapid state-machine test and the fuzz target (rapid.MakeFuzz) share it.
+func SideBySide(t *rapid.T) Coverage {
+	d, err := NewDriver(DrawShape(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	t.Repeat(map[string]func(*rapid.T){
+		"step": func(t *rapid.T) {
+			in := d.Choose(func(n int) int { return rapid.IntRange(0, n-1).Draw(t, "choice") })
+			if err := d.Step(in); err != nil {
+				t.Fatal(err)
+			}
+		},
+	})
+	return d.Coverage
 }

@@ -57,6 +57,9 @@ type Input struct {
 	Attempt uint64 `json:"attempt,omitempty"`
 	Outcome int    `json:"outcome,omitempty"` // model.Outcome for Complete, model.Resolution for Resolve
 	By      int64  `json:"by,omitempty"`      // Advance: model time units
+	// Again: a lease operation on the client's previous, already ended
+	// lease (it must report "used" and change nothing).
+	Again bool `json:"again,omitempty"`
 }
 
 // OutKind is what an operation returned.
@@ -135,6 +138,10 @@ func (in Input) String() string {
 			[]string{"Accepted", "NotAccepted"}[in.Outcome])
 	case OpInvalidateKey:
 		return fmt.Sprintf("r%d InvalidateKey(k%d)", in.Client, in.Key)
+	case OpRelease, OpAbandon, OpInvalidate, OpClose:
+		if in.Again {
+			return fmt.Sprintf("r%d %s(old lease)", in.Client, in.Op)
+		}
 	case OpBump:
 		return fmt.Sprintf("r%d Bump(t%d)", in.Client, in.Target)
 	case OpAdvance:

@@ -7,38 +7,12 @@ import (
 	"pgregory.net/rapid"
 )
 
-func drawShape(t *rapid.T) Shape {
-	return Shape{
-		Clients:     rapid.IntRange(1, 4).Draw(t, "clients"),
-		Keys:        rapid.IntRange(1, 3).Draw(t, "keys"),
-		Targets:     rapid.IntRange(1, 3).Draw(t, "targets"),
-		Capacity:    rapid.IntRange(1, 3).Draw(t, "capacity"),
-		TTL:         rapid.Int64Range(1, 3).Draw(t, "ttl"),
-		InitTimeout: rapid.Int64Range(1, 3).Draw(t, "init"),
-	}
-}
-
-// sideBySide is the property: the coordinator and the model, driven
-// through the same random operations, agree on every result and on every
-// key's observable state after every step.
 func sideBySide(cov *Coverage, mu *sync.Mutex) func(*rapid.T) {
 	return func(t *rapid.T) {
-		d, err := NewDriver(drawShape(t))
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer d.Close()
-		t.Repeat(map[string]func(*rapid.T){
-			"step": func(t *rapid.T) {
-				in := d.Choose(func(n int) int { return rapid.IntRange(0, n-1).Draw(t, "choice") })
-				if err := d.Step(in); err != nil {
-					t.Fatal(err)
-				}
-			},
-		})
+		c := SideBySide(t)
 		if cov != nil {
 			mu.Lock()
-			cov.Add(d.Coverage)
+			cov.Add(c)
 			mu.Unlock()
 		}
 	}

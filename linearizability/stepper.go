@@ -150,7 +150,7 @@ func (st *Stepper) expect(s model.State, in Input) (Output, model.State, bool) {
 		}
 		return Output{Kind: OutOK}, n, true
 	case OpRelease, OpAbandon, OpInvalidate, OpClose:
-		if pc != model.PcHolding {
+		if pc != model.PcHolding || in.Again {
 			return Output{Kind: OutUsed}, s, true
 		}
 		f := map[OpKind]func(*model.State, int) (model.State, model.Result, bool){

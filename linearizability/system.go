@@ -30,10 +30,12 @@ const (
 )
 
 type client struct {
-	res   *placement.Reservation[int]
-	d     *placement.Dispatch[int]
-	lease placement.Lease[int]
-	holds Handle
+	res       *placement.Reservation[int]
+	d         *placement.Dispatch[int]
+	lease     placement.Lease[int]
+	lastLease placement.Lease[int] // the previous lease, already ended
+	holds     Handle
+	key       int // the key the handle is for
 }
 
 // System is the coordinator under test, with a manual clock, and what each
@@ -73,6 +75,12 @@ func (s *System) Close() { s.C.Close() }
 // Holds returns what client r holds.
 func (s *System) Holds(r int) Handle { return s.clients[r].holds }
 
+// HeldKey returns the key client r's handle is for.
+func (s *System) HeldKey(r int) int { return s.clients[r].key }
+
+// HasOldLease reports whether client r has ended a lease before.
+func (s *System) HasOldLease(r int) bool { return s.clients[r].lastLease.Key() != "" }
+
 // KeyName returns key k's name.
 func (s *System) KeyName(k int) string { return s.keys[k] }
 
@@ -90,6 +98,7 @@ func (s *System) Do(ctx context.Context, in Input) Output {
 		} else {
 			a, err = s.C.TryAcquire(s.keys[in.Key])
 		}
+		cl.key = in.Key
 		switch {
 		case err == nil && a.Hit():
 			cl.lease, cl.holds = a.Lease, HoldsLease
@@ -144,6 +153,11 @@ func (s *System) Do(ctx context.Context, in Input) Output {
 		return Output{Kind: OutOK}
 	case OpRelease, OpAbandon, OpInvalidate, OpClose:
 		l := cl.lease
+		if in.Again {
+			l = cl.lastLease
+		} else {
+			cl.lastLease = l
+		}
 		cl.holds = HoldsNothing
 		switch in.Op {
 		case OpRelease:

@@ -153,7 +153,7 @@ func (c *Coordinator[T]) tryHit(key string) (Lease[T], bool) {
 		return Lease[T]{}, false
 	}
 	b := v.(*entry[T]).bound.Load()
-	if b == nil || b.stale() {
+	if b == nil || b.stale() && !mutant("IgnoresGenerationFence") {
 		return Lease[T]{}, false
 	}
 	for {
@@ -193,7 +193,7 @@ func (c *Coordinator[T]) acquireSlow(ctx context.Context, key string, wait bool)
 		switch e.st {
 		case stBound:
 			b := e.bound.Load()
-			if !b.stale() {
+			if !b.stale() || mutant("IgnoresGenerationFence") {
 				w := b.word.Load()
 				if w&deadBit == 0 && !b.expiredAt(w, now) {
 					if leases(w) == MaxLeases {
@@ -242,6 +242,11 @@ func (c *Coordinator[T]) acquireSlow(ctx context.Context, key string, wait bool)
 				return Acquisition[T]{}, ErrClosed
 			}
 		case stQuarantined:
+			if mutant("ReplaysQuarantine") {
+				r := c.reserveLocked(e, now)
+				e.mu.Unlock()
+				return Acquisition[T]{Reservation: r}, nil
+			}
 			err := &AmbiguousError{Key: key, Attempt: e.attempt, Generation: e.tgen}
 			e.mu.Unlock()
 			c.emit(ev, Event{})
@@ -323,7 +328,11 @@ func (c *Coordinator[T]) quarantineLocked(e *entry[T]) {
 
 // tryTakeSlot counts one more live entry if the table has room.
 func (c *Coordinator[T]) tryTakeSlot() bool {
-	if c.live.Add(1) <= int64(c.cfg.MaxEntries) {
+	limit := int64(c.cfg.MaxEntries)
+	if mutant("CapacityOffByOne") {
+		limit++
+	}
+	if c.live.Add(1) <= limit {
 		return true
 	}
 	c.live.Add(-1)
@@ -463,7 +472,7 @@ func (c *Coordinator[T]) Resolve(key string, attempt, generation uint64, res Res
 		c.emit(ev)
 		return ErrNotQuarantined
 	}
-	if attempt != e.attempt || generation != e.tgen {
+	if attempt != e.attempt || generation != e.tgen && !mutant("ResolveIgnoresGeneration") {
 		err := &FencedError{Attempt: attempt, Generation: generation, CurrentAttempt: e.attempt, CurrentGeneration: e.tgen}
 		e.mu.Unlock()
 		c.emit(ev)

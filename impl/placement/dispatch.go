@@ -179,6 +179,13 @@ func (d *Dispatch[T]) Complete(o Outcome) (Lease[T], error) {
 	d.used = true
 	ev := c.timeoutsLocked(e, c.now())
 	current := !e.removed && e.attempt == d.attempt && (e.st == stDispatching || e.st == stQuarantined)
+	if !current && mutant("AcceptsStaleAttempt") && o == Accepted && !e.removed {
+		e.attempt, e.target, e.slot, e.tgen = d.attempt, d.target, c.catalog.slot(d.target), d.gen
+		if e.st == stAbsent {
+			c.live.Add(1)
+		}
+		current = true
+	}
 	if !current {
 		e.mu.Unlock()
 		c.emit(ev)

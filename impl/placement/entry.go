@@ -40,7 +40,7 @@ func (e *entry[T]) c() *Coordinator[T] { return e.owner }
 
 // notifyLocked wakes every waiter: the key changed.
 func (e *entry[T]) notifyLocked() {
-	if e.changed != nil {
+	if e.changed != nil && !(mutant("LosesWakeup") && e.st == stAbsent) {
 		close(e.changed)
 		e.changed = nil
 	}
@@ -85,7 +85,7 @@ func (b *binding[T]) stale() bool { return b.slot.gen.Load() != b.gen }
 
 // expiredAt reports an idle binding past its deadline (given its word).
 func (b *binding[T]) expiredAt(w uint64, now int64) bool {
-	return leases(w) == 0 && b.deadline.Load() <= now
+	return (leases(w) == 0 || mutant("ExpiresLeased")) && b.deadline.Load() <= now
 }
 
 // kill marks the binding dead, whatever its leases: every outstanding lease

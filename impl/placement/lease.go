@@ -59,7 +59,7 @@ func (l Lease[T]) claim() error {
 	if l.b == nil {
 		return ErrInvalidArgument
 	}
-	if !l.s.seq.CompareAndSwap(l.seq, l.seq+1) {
+	if !l.s.seq.CompareAndSwap(l.seq, l.seq+1) && !mutant("DoubleDecrementsLease") {
 		return ErrUsed
 	}
 	return nil
@@ -143,7 +143,10 @@ func (l Lease[T]) Close() error {
 		if w&deadBit != 0 {
 			return nil // superseded
 		}
-		if leases(w) == 1 {
+		if leases(w) == 1 || mutant("ClosesWhileLeased") {
+			if mutant("ClosesWhileLeased") {
+				b.word.Store((w &^ leaseMask) | 1) // pretend this was the last lease
+			}
 			c.endClosing(b)
 			return nil
 		}

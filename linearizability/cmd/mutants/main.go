@@ -1,0 +1,115 @@
+// Command mutants runs the bug zoo: every deliberately broken variant of
+// impl/placement (compiled in only with -tags placement_mutants) against
+// the checkers, in order, and prints which checker caught it and how fast.
+// It fails unless every variant is caught, and also checks that the
+// checkers pass on the unbroken build.
+//
+//	go run ./linearizability/cmd/mutants
+package main
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"time"
+)
+
+// The variants, as impl/placement/mutant_on.go names them.
+var variants = []struct{ name, doc string }{
+	{"ReplaysQuarantine", "a quarantined key is reserved again (its attempt replayed)"},
+	{"AcceptsStaleAttempt", "a fenced Accepted completion is applied"},
+	{"IgnoresGenerationFence", "hits ignore the target's generation"},
+	{"DoubleDecrementsLease", "a lease's second end decrements again"},
+	{"ExpiresLeased", "the idle deadline expires leased bindings"},
+	{"ClosesWhileLeased", "the final request removes a binding others still hold"},
+	{"LosesWakeup", "waiters are not woken when a reservation is cancelled"},
+	{"CapacityOffByOne", "a full table admits one more entry"},
+	{"ResolveIgnoresGeneration", "Resolve is fenced by attempt only"},
+}
+
+// The checkers, in the order they are tried.
+var checkers = []struct{ name, pkg, test string }{
+	{"rapid state machine", "linearizability", "TestImplMatchesModel"},
+	{"porcupine", "linearizability", "TestLinearizable"},
+	{"fuzz corpus", "fuzz", "FuzzImplMatchesModel"},
+}
+
+func main() {
+	os.Exit(run())
+}
+
+func run() int {
+	dir, err := os.MkdirTemp("", "placement-mutants")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 2
+	}
+	defer os.RemoveAll(dir)
+	bins := map[string]string{}
+	for _, pkg := range []string{"linearizability", "fuzz"} {
+		bins[pkg] = filepath.Join(dir, pkg+".test")
+		build := exec.Command("go", "test", "-c", "-tags", "placement_mutants", "-o", bins[pkg], "./"+pkg+"/")
+		build.Stdout, build.Stderr = os.Stdout, os.Stderr
+		if err := build.Run(); err != nil {
+			fmt.Fprintln(os.Stderr, "mutants: building the mutant test binaries:", err)
+			return 2
+		}
+	}
+	reports := filepath.Join(dir, "reports")
+	failed := 0
+	// The checkers must pass on the unbroken build (same binary, no variant).
+	for _, c := range checkers {
+		if ok, _, detail := runChecker(bins[c.pkg], c.pkg, reports, "", c.test); !ok {
+			fmt.Printf("mutants: %s fails without any variant: %s\n", c.name, detail)
+			failed++
+		}
+	}
+	fmt.Printf("\n%-26s %-22s %8s  %s\n", "VARIANT", "CAUGHT BY", "TIME", "FIRST DIVERGENCE")
+	caught := 0
+	for _, v := range variants {
+		by, took, detail := "NOBODY", time.Duration(0), ""
+		for _, c := range checkers {
+			ok, d, det := runChecker(bins[c.pkg], c.pkg, reports, v.name, c.test)
+			if !ok {
+				by, took, detail = c.name, d, det
+				break
+			}
+		}
+		if by != "NOBODY" {
+			caught++
+		}
+		fmt.Printf("%-26s %-22s %7.1fs  %s\n", v.name, by, took.Seconds(), detail)
+	}
+	fmt.Printf("caught %d/%d\n", caught, len(variants))
+	if caught != len(variants) || failed > 0 {
+		return 1
+	}
+	return 0
+}
+
+var divergence = regexp.MustCompile(`returned [^\n]*? the model says [^\n\s]*|reads \{[^}]*\}[^\n]*?model says \{[^}]*\}|is Illegal[^;]*|lost wake-up`)
+
+// runChecker runs one checker with the variant set; ok is true when it passes.
+func runChecker(bin, dir, reports, variant, test string) (ok bool, took time.Duration, detail string) {
+	cmd := exec.Command(bin, "-test.run", "^"+test+"$", "-test.count=1", "-rapid.nofailfile")
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "PLACEMENT_MUTANT="+variant, "LINEARIZABILITY_REPORT_DIR="+reports)
+	start := time.Now()
+	out, err := cmd.CombinedOutput()
+	took = time.Since(start)
+	if err == nil {
+		return true, took, ""
+	}
+	detail = divergence.FindString(string(out))
+	if detail == "" {
+		lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+		detail = lines[len(lines)-1]
+	}
+	if len(detail) > 90 {
+		detail = detail[:90] + "…"
+	}
+	return false, took, detail
+}

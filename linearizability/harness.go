@@ -1,0 +1,183 @@
+package linearizability
+
+import (
+	"context"
+	"math/rand/v2"
+	"runtime"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/anishathalye/porcupine"
+	"github.com/placementlab/placement/impl/placement"
+)
+
+// Plan is a concurrent run drawn up front from a seed: the system's shape,
+// each client's stream of choices, the scheduling jitter and GOMAXPROCS.
+type Plan struct {
+	Seed        uint64  `json:"seed"`
+	Shape       Shape   `json:"shape"`
+	Partitioned bool    `json:"partitioned"` // no Bump/Advance, capacity >= keys: checked per key
+	Procs       int     `json:"procs"`
+	Choices     [][]int `json:"-"`
+	Jitter      [][]int `json:"-"`
+}
+
+// DrawPlan draws a plan of ops operations per client from seed. Odd seeds
+// give small unpartitioned tables (capacity couples keys, with Bump and
+// Advance); even seeds give independent keys checked partition by partition.
+func DrawPlan(seed uint64, ops int) Plan {
+	rng := rand.New(rand.NewPCG(seed, 0x9e3779b97f4a7c15))
+	p := Plan{Seed: seed, Procs: 1 + rng.IntN(2)}
+	if seed%2 == 1 {
+		p.Shape = Shape{Clients: 3 + rng.IntN(3), Keys: 1 + rng.IntN(3), Targets: 1 + rng.IntN(2),
+			Capacity: 1 + rng.IntN(2), TTL: 1 + int64(rng.IntN(2)), InitTimeout: 1 + int64(rng.IntN(2))}
+	} else {
+		keys := 3 + rng.IntN(4)
+		p.Partitioned = true
+		p.Shape = Shape{Clients: 4 + rng.IntN(4), Keys: keys, Targets: 1 + rng.IntN(3),
+			Capacity: keys, TTL: 2, InitTimeout: 2}
+	}
+	p.Choices = make([][]int, p.Shape.Clients)
+	p.Jitter = make([][]int, p.Shape.Clients)
+	for r := range p.Choices {
+		for i := 0; i < ops*8; i++ {
+			p.Choices[r] = append(p.Choices[r], rng.IntN(1<<30))
+		}
+		for i := 0; i < ops; i++ {
+			p.Jitter[r] = append(p.Jitter[r], rng.IntN(100))
+		}
+	}
+	return p
+}
+
+// WaitLimit bounds a blocking Acquire in a run. Every initializer in a run
+// finishes promptly, so a waiter still waiting this long lost its wake-up.
+const WaitLimit = 5 * time.Second
+
+// Run is a recorded concurrent run.
+type Run struct {
+	Plan     Plan
+	History  []porcupine.Operation
+	Coverage Coverage
+	Overlap  float64 // fraction of operations concurrent with at least one other
+	Stuck    int     // blocking Acquires that hit WaitLimit (lost wake-ups)
+}
+
+// Execute runs plan on a fresh coordinator, one goroutine per client, each
+// performing ops operations, and records every call with a monotonic clock.
+// No lock is held around the operations under test.
+func Execute(plan Plan, ops int, mutate ...func(*placement.Config)) (*Run, error) {
+	sys, err := NewSystem(plan.Shape, mutate...)
+	if err != nil {
+		return nil, err
+	}
+	defer sys.Close()
+	prev := runtime.GOMAXPROCS(plan.Procs)
+	defer runtime.GOMAXPROCS(prev)
+	start := time.Now()
+	histories := make([][]porcupine.Operation, plan.Shape.Clients)
+	covs := make([]Coverage, plan.Shape.Clients)
+	stuck := make([]int, plan.Shape.Clients)
+	var wg sync.WaitGroup
+	for r := 0; r < plan.Shape.Clients; r++ {
+		wg.Add(1)
+		go func(r int) {
+			defer wg.Done()
+			choices, ci := plan.Choices[r], 0
+			pick := func(n int) int {
+				v := choices[ci%len(choices)] % n
+				ci++
+				return v
+			}
+			lastAmb := map[int][2]uint64{}
+			// After its planned operations a client finishes what it holds,
+			// as a real request does: waiters must never be left waiting on
+			// an initializer that has simply stopped.
+			for i := 0; i < ops || sys.Holds(r) != HoldsNothing; i++ {
+				var in Input
+				if i < ops {
+					in = Choose(sys, r, lastAmb, pick, !plan.Partitioned)
+				} else {
+					in = finish(sys, r, pick)
+				}
+				if in.Op == OpTryAcquire && pick(3) != 0 {
+					in.Op = OpAcquire // mostly blocking acquires: waiters
+				}
+				switch j := plan.Jitter[r][i%len(plan.Jitter[r])]; {
+				case j < 20:
+					runtime.Gosched()
+				case j < 23:
+					time.Sleep(time.Duration(j) * time.Microsecond)
+				}
+				ctx, cancel := context.WithTimeout(context.Background(), WaitLimit)
+				call := time.Since(start).Nanoseconds()
+				out := sys.Do(ctx, in)
+				ret := time.Since(start).Nanoseconds()
+				cancel()
+				if in.Op == OpAcquire && out.Kind == OutCancelled {
+					stuck[r]++
+				}
+				NoteAmbiguity(lastAmb, in, out)
+				covs[r].Ops[in.Op]++
+				covs[r].Outs[out.Kind]++
+				histories[r] = append(histories[r], porcupine.Operation{
+					ClientId: r, Input: in, Output: out, Call: call, Return: ret})
+			}
+		}(r)
+	}
+	wg.Wait()
+	run := &Run{Plan: plan}
+	for r := range histories {
+		run.History = append(run.History, histories[r]...)
+		run.Coverage.Add(covs[r])
+		run.Stuck += stuck[r]
+	}
+	run.Overlap = overlap(run.History)
+	return run, nil
+}
+
+// overlap is the fraction of operations whose interval meets another's.
+func overlap(h []porcupine.Operation) float64 {
+	if len(h) == 0 {
+		return 0
+	}
+	sorted := append([]porcupine.Operation(nil), h...)
+	sortByCall(sorted)
+	n := 0
+	maxRet := int64(-1 << 62)
+	over := make([]bool, len(sorted))
+	for i, op := range sorted {
+		if op.Call <= maxRet {
+			over[i] = true
+			for j := i - 1; j >= 0 && sorted[j].Return >= op.Call; j-- {
+				over[j] = true
+			}
+		}
+		maxRet = max(maxRet, op.Return)
+	}
+	for _, o := range over {
+		if o {
+			n++
+		}
+	}
+	return float64(n) / float64(len(h))
+}
+
+func sortByCall(h []porcupine.Operation) {
+	sort.Slice(h, func(i, j int) bool { return h[i].Call < h[j].Call })
+}
+
+// finish is the operation that ends what client r holds.
+func finish(sys *System, r int, pick func(int) int) Input {
+	in := Input{Client: r, Key: sys.HeldKey(r)}
+	switch sys.Holds(r) {
+	case HoldsReservation:
+		in.Op = OpCancel
+	case HoldsDispatch:
+		in.Op, in.Outcome = OpComplete, pick(3)
+	default:
+		in.Op = OpRelease
+	}
+	return in
+}

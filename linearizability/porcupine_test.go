@@ -1,0 +1,134 @@
+package linearizability
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/anishathalye/porcupine"
+)
+
+func envInt(name string, def int) int {
+	if v, err := strconv.Atoi(os.Getenv(name)); err == nil && v > 0 {
+		return v
+	}
+	return def
+}
+
+// checkRun checks one run; on Illegal or Unknown it writes the report and
+// fails with the seed and the report directory.
+func checkRun(t *testing.T, run *Run, timeout time.Duration) porcupine.CheckResult {
+	t.Helper()
+	h := run.Save("", "")
+	res, info, m, err := h.Check(timeout)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if run.Stuck > 0 {
+		res = porcupine.Illegal
+		h.Note = fmt.Sprintf("%d blocking Acquires waited %v: lost wake-up", run.Stuck, WaitLimit)
+	}
+	if dir := os.Getenv("LINEARIZABILITY_SAVE"); dir != "" && res == porcupine.Ok {
+		h.Result = string(res)
+		if b, err := json.MarshalIndent(h, "", " "); err == nil {
+			_ = os.WriteFile(filepath.Join(dir, fmt.Sprintf("seed%d-ok.json", run.Plan.Seed)), b, 0o644)
+		}
+	}
+	if res != porcupine.Ok {
+		h.Result = string(res)
+		dir, werr := WriteReport(os.Getenv("LINEARIZABILITY_REPORT_DIR"), h, info, m)
+		t.Errorf("seed %d: history of %d operations is %s %s; report: %s (write error: %v); re-check: go test ./linearizability -run TestRecheckSaved with the file copied to testdata/",
+			run.Plan.Seed, len(run.History), res, h.Note, dir, werr)
+	}
+	return res
+}
+
+// TestLinearizable runs concurrent plans on the coordinator and checks each
+// history with Porcupine against the model. LINEARIZABILITY_SEEDS,
+// LINEARIZABILITY_OPS and LINEARIZABILITY_SEED (one seed) scale it.
+func TestLinearizable(t *testing.T) {
+	seeds := envInt("LINEARIZABILITY_SEEDS", 8)
+	ops := envInt("LINEARIZABILITY_OPS", 150)
+	first := uint64(envInt("LINEARIZABILITY_SEED", 1))
+	var cov Coverage
+	total, overlapping := 0, 0.0
+	start := time.Now()
+	for seed := first; seed < first+uint64(seeds); seed++ {
+		plan := DrawPlan(seed, ops)
+		run, err := Execute(plan, ops)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("seed %d: %d ops, shape %+v, partitioned %v, GOMAXPROCS %d, overlap %.0f%%",
+			seed, len(run.History), plan.Shape, plan.Partitioned, plan.Procs, 100*run.Overlap)
+		checkRun(t, run, 60*time.Second)
+		cov.Add(run.Coverage)
+		total += len(run.History)
+		overlapping += run.Overlap * float64(len(run.History))
+	}
+	elapsed := time.Since(start)
+	t.Logf("%d operations checked in %v (%.0f ops/s)", total, elapsed, float64(total)/elapsed.Seconds())
+	if miss := cov.Missing("cancelled", "error"); len(miss) > 0 {
+		t.Errorf("too thin: never exercised %v", miss)
+	}
+	if frac := overlapping / float64(total); frac < 0.2 {
+		t.Errorf("too thin: only %.0f%% of operations overlap another", 100*frac)
+	}
+}
+
+// TestRecheckSaved re-checks every history saved under testdata/histories
+// deterministically: each must give the result it was saved with (failing
+// histories from the bug zoo stay Illegal; passing ones stay Ok).
+func TestRecheckSaved(t *testing.T) {
+	files, _ := filepath.Glob("testdata/histories/*.json")
+	if len(files) == 0 {
+		t.Fatal("no saved histories in testdata/histories")
+	}
+	for _, f := range files {
+		h, err := ReadHistory(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, _, _, err := h.Check(60 * time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(res) != h.Result {
+			t.Errorf("%s: re-checked %s, saved as %s", f, res, h.Result)
+		}
+	}
+}
+
+// TestReportWrittenOnIllegal: an Illegal history (a bug-zoo history saved
+// under testdata) produces a report directory with the JSON, which re-checks
+// to the same result, and Porcupine's HTML with the failure annotated.
+func TestReportWrittenOnIllegal(t *testing.T) {
+	h, err := ReadHistory("testdata/histories/mutant-ReplaysQuarantine.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, info, m, err := h.Check(time.Minute)
+	if err != nil || res != porcupine.Illegal {
+		t.Fatalf("check: %v %v", res, err)
+	}
+	dir, err := WriteReport(t.TempDir(), *h, info, m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	html, err := os.ReadFile(filepath.Join(dir, "history.html"))
+	if err != nil || len(html) < 1000 || !strings.Contains(string(html), fmt.Sprintf("seed %d", h.Seed)) {
+		t.Fatalf("history.html missing or without the annotation (%d bytes, %v)", len(html), err)
+	}
+	again, err := ReadHistory(filepath.Join(dir, "history.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res2, _, _, _ := again.Check(time.Minute); res2 != porcupine.Illegal || len(again.Ops) != len(h.Ops) {
+		t.Fatalf("the written history re-checks %v with %d ops", res2, len(again.Ops))
+	}
+}
