@@ -55,6 +55,9 @@ func DrawPlan(seed uint64, ops int) Plan {
 // finishes promptly, so a waiter still waiting this long lost its wake-up.
 const WaitLimit = 5 * time.Second
 
+// ShortWait is the deadline of the Acquires planned to give up waiting.
+const ShortWait = 200 * time.Microsecond
+
 // Run is a recorded concurrent run.
 type Run struct {
 	Plan     Plan
@@ -103,6 +106,7 @@ func Execute(plan Plan, ops int, mutate ...func(*placement.Config)) (*Run, error
 				}
 				if in.Op == OpTryAcquire && pick(3) != 0 {
 					in.Op = OpAcquire // mostly blocking acquires: waiters
+					in.Short = pick(6) == 0
 				}
 				switch j := plan.Jitter[r][i%len(plan.Jitter[r])]; {
 				case j < 20:
@@ -110,12 +114,16 @@ func Execute(plan Plan, ops int, mutate ...func(*placement.Config)) (*Run, error
 				case j < 23:
 					time.Sleep(time.Duration(j) * time.Microsecond)
 				}
-				ctx, cancel := context.WithTimeout(context.Background(), WaitLimit)
+				limit := WaitLimit
+				if in.Short {
+					limit = ShortWait
+				}
+				ctx, cancel := context.WithTimeout(context.Background(), limit)
 				call := time.Since(start).Nanoseconds()
 				out := sys.Do(ctx, in)
 				ret := time.Since(start).Nanoseconds()
 				cancel()
-				if in.Op == OpAcquire && out.Kind == OutCancelled {
+				if in.Op == OpAcquire && out.Kind == OutCancelled && !in.Short {
 					stuck[r]++
 				}
 				NoteAmbiguity(lastAmb, in, out)

@@ -60,6 +60,9 @@ type Input struct {
 	// Again: a lease operation on the client's previous, already ended
 	// lease (it must report "used" and change nothing).
 	Again bool `json:"again,omitempty"`
+	// Short: a blocking Acquire with a short deadline, which may give up
+	// waiting (its effect is then none).
+	Short bool `json:"short,omitempty"`
 }
 
 // OutKind is what an operation returned.

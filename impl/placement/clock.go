@@ -51,35 +51,40 @@ func (c *ManualClock) now() int64 { return c.t.Load() }
 func (c *ManualClock) Advance(to time.Duration) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	now := c.t.Load()
-	if int64(to) < now {
-		return &ClockError{Now: now, To: int64(to), Reason: "time would go backwards"}
-	}
-	if int64(to) > math.MaxInt64-c.span {
-		return &ClockError{Now: now, To: int64(to), Reason: "a deadline at this time would overflow"}
-	}
-	if int64(to) == now {
-		return nil
-	}
-	c.t.Store(int64(to))
-	for s := range c.subs {
-		s.sweep(int64(to))
-	}
-	return nil
+	return c.advanceLocked(int64(to))
 }
 
-// AdvanceBy moves the clock forward by d (see Advance).
+// AdvanceBy moves the clock forward by d (see Advance), atomically: two
+// concurrent AdvanceBy calls both take effect.
 func (c *ManualClock) AdvanceBy(d time.Duration) error {
 	c.mu.Lock()
+	defer c.mu.Unlock()
 	now := c.t.Load()
-	c.mu.Unlock()
 	if d < 0 {
 		return &ClockError{Now: now, To: now + int64(d), Reason: "time would go backwards"}
 	}
 	if int64(d) > math.MaxInt64-now {
 		return &ClockError{Now: now, To: math.MaxInt64, Reason: "the time would overflow"}
 	}
-	return c.Advance(time.Duration(now + int64(d)))
+	return c.advanceLocked(now + int64(d))
+}
+
+func (c *ManualClock) advanceLocked(to int64) error {
+	now := c.t.Load()
+	if to < now {
+		return &ClockError{Now: now, To: to, Reason: "time would go backwards"}
+	}
+	if to > math.MaxInt64-c.span {
+		return &ClockError{Now: now, To: to, Reason: "a deadline at this time would overflow"}
+	}
+	if to == now {
+		return nil
+	}
+	c.t.Store(to)
+	for s := range c.subs {
+		s.sweep(to)
+	}
+	return nil
 }
 
 // attach registers a coordinator whose deadlines reach span past now.

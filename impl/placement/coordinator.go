@@ -190,6 +190,13 @@ func (c *Coordinator[T]) acquireSlow(ctx context.Context, key string, wait bool)
 		}
 		now := c.now()
 		ev := c.timeoutsLocked(e, now)
+		if e.removed {
+			// The reservation timed out and the entry left the table:
+			// start again on a fresh entry (never reserve a detached one).
+			e.mu.Unlock()
+			c.emit(ev)
+			continue
+		}
 		switch e.st {
 		case stBound:
 			b := e.bound.Load()
@@ -466,7 +473,8 @@ func (c *Coordinator[T]) Resolve(key string, attempt, generation uint64, res Res
 	}
 	e := v.(*entry[T])
 	e.mu.Lock()
-	ev := c.timeoutsLocked(e, c.now())
+	now := c.now() // read once, under the lock: the operation happens at now
+	ev := c.timeoutsLocked(e, now)
 	if e.removed || e.st != stQuarantined {
 		e.mu.Unlock()
 		c.emit(ev)
@@ -480,7 +488,7 @@ func (c *Coordinator[T]) Resolve(key string, attempt, generation uint64, res Res
 	}
 	done := Event{Kind: EventResolved, Key: key, Attempt: attempt, Generation: generation}
 	if res == ResolveAccepted {
-		c.bindLocked(e, 0)
+		c.bindLocked(e, 0, now)
 	} else {
 		c.removeLocked(e)
 	}
@@ -490,11 +498,12 @@ func (c *Coordinator[T]) Resolve(key string, attempt, generation uint64, res Res
 	return nil
 }
 
-// bindLocked commits the entry's attempt as a binding holding n leases.
-func (c *Coordinator[T]) bindLocked(e *entry[T], n uint64) *binding[T] {
+// bindLocked commits the entry's attempt as a binding holding n leases, at
+// time now (the operation's one reading of the clock).
+func (c *Coordinator[T]) bindLocked(e *entry[T], n uint64, now int64) *binding[T] {
 	b := &binding[T]{e: e, target: e.target, slot: e.slot, gen: e.tgen, version: e.attempt}
 	b.word.Store(n)
-	d := c.now() + c.ttl
+	d := now + c.ttl
 	b.deadline.Store(d)
 	if n == 0 {
 		c.noteDeadline(d)

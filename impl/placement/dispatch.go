@@ -61,10 +61,10 @@ type Reservation[T comparable] struct {
 // Key returns the reserved session key.
 func (r *Reservation[T]) Key() string { return r.e.key }
 
-// heldLocked applies the lazy timeouts and reports whether r still holds
-// the key's reservation (and not a dispatch).
-func (r *Reservation[T]) heldLocked() (bool, Event) {
-	ev := r.c.timeoutsLocked(r.e, r.c.now())
+// heldLocked applies the lazy timeouts at now and reports whether r still
+// holds the key's reservation (and not a dispatch).
+func (r *Reservation[T]) heldLocked(now int64) (bool, Event) {
+	ev := r.c.timeoutsLocked(r.e, now)
 	return !r.e.removed && r.e.st == stReserved && r.e.resv == r, ev
 }
 
@@ -74,7 +74,7 @@ func (r *Reservation[T]) heldLocked() (bool, Event) {
 func (r *Reservation[T]) Cancel() error {
 	e := r.e
 	e.mu.Lock()
-	held, ev := r.heldLocked()
+	held, ev := r.heldLocked(r.c.now())
 	if held {
 		r.c.removeLocked(e)
 	}
@@ -95,7 +95,8 @@ func (r *Reservation[T]) BeginDispatch(target T, generation uint64) (*Dispatch[T
 	c, e := r.c, r.e
 	slot := c.catalog.slot(target)
 	e.mu.Lock()
-	held, ev := r.heldLocked()
+	now := c.now() // read once, under the lock: the operation happens at now
+	held, ev := r.heldLocked(now)
 	if !held {
 		e.mu.Unlock()
 		c.emit(ev)
@@ -105,16 +106,16 @@ func (r *Reservation[T]) BeginDispatch(target T, generation uint64) (*Dispatch[T
 		e.mu.Unlock()
 		return nil, &FencedError{Generation: generation, CurrentGeneration: cur}
 	}
-	d := c.dispatchLocked(e, r, target, slot, generation)
+	d := c.dispatchLocked(e, r, target, slot, generation, now)
 	e.mu.Unlock()
 	return d, nil
 }
 
-func (c *Coordinator[T]) dispatchLocked(e *entry[T], r *Reservation[T], target T, slot *targetSlot, gen uint64) *Dispatch[T] {
+func (c *Coordinator[T]) dispatchLocked(e *entry[T], r *Reservation[T], target T, slot *targetSlot, gen uint64, now int64) *Dispatch[T] {
 	d := &Dispatch[T]{c: c, e: e, r: r, attempt: c.attempts.Add(1), target: target, gen: gen}
 	e.st, e.guard = stDispatching, d
 	e.attempt, e.target, e.slot, e.tgen = d.attempt, target, slot, gen
-	e.deadline = c.now() + c.initTimeout
+	e.deadline = now + c.initTimeout
 	e.notifyLocked()
 	return d
 }
@@ -177,7 +178,8 @@ func (d *Dispatch[T]) Complete(o Outcome) (Lease[T], error) {
 		return Lease[T]{}, ErrUsed
 	}
 	d.used = true
-	ev := c.timeoutsLocked(e, c.now())
+	now := c.now() // read once, under the lock: the operation happens at now
+	ev := c.timeoutsLocked(e, now)
 	current := !e.removed && e.attempt == d.attempt && (e.st == stDispatching || e.st == stQuarantined)
 	if !current && mutant("AcceptsStaleAttempt") && o == Accepted && !e.removed {
 		e.attempt, e.target, e.slot, e.tgen = d.attempt, d.target, c.catalog.slot(d.target), d.gen
@@ -197,7 +199,7 @@ func (d *Dispatch[T]) Complete(o Outcome) (Lease[T], error) {
 	var lease Lease[T]
 	switch {
 	case o == Accepted:
-		b := c.bindLocked(e, 1)
+		b := c.bindLocked(e, 1, now)
 		lease = c.newLease(b)
 		out = Event{Kind: EventCommitted, Key: e.key, Attempt: d.attempt, Generation: d.gen}
 		if late {
@@ -205,7 +207,7 @@ func (d *Dispatch[T]) Complete(o Outcome) (Lease[T], error) {
 		}
 	case o == DefinitelyNotAccepted && !late:
 		e.st, e.guard = stReserved, nil
-		e.deadline = c.now() + c.initTimeout
+		e.deadline = now + c.initTimeout
 		c.noteDeadline(e.deadline)
 		e.notifyLocked()
 		out = Event{Kind: EventRolledBack, Key: e.key, Attempt: d.attempt, Generation: d.gen}

@@ -803,3 +803,48 @@ func TestResolve_AcceptedAfterBumpIsFencedAtBirth(t *testing.T) {
 	}
 	reserve(t, c, "k1")
 }
+
+// TestAdvance_ConcurrentAdvanceByAllTakeEffect: found by the Porcupine run.
+// AdvanceBy read the time and advanced in two steps, so a concurrent
+// AdvanceBy could make it "go backwards".
+func TestAdvance_ConcurrentAdvanceByAllTakeEffect(t *testing.T) {
+	_, clk := manual(t)
+	var wg sync.WaitGroup
+	for g := 0; g < 4; g++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < 500; i++ {
+				if err := clk.AdvanceBy(time.Second); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if clk.Now() != 2000*time.Second {
+		t.Fatalf("clock at %v, want 2000s", clk.Now())
+	}
+}
+
+// TestAcquire_LazyTimeoutThenReserveKeepsCount: found by the Porcupine run.
+// An Acquire that timed out a reservation lazily went on to reserve the
+// detached entry, leaking a capacity slot.
+func TestAcquire_LazyTimeoutThenReserveKeepsCount(t *testing.T) {
+	c, clk := manual(t, func(c *Config) { c.MaxEntries = 1 })
+	r := reserve(t, c, "s")
+	clk.t.Store(int64(5 * time.Second)) // past the init deadline, without a sweep
+	r2 := reserve(t, c, "s")            // times r out lazily, then reserves afresh
+	if c.Stats().Live != 1 {
+		t.Fatalf("live %d, want 1", c.Stats().Live)
+	}
+	must(t, r2.Cancel())
+	if _, err := r.BeginDispatch(w1, 1); !errors.Is(err, ErrReservationLost) {
+		t.Fatal(err)
+	}
+	if c.Stats().Live != 0 {
+		t.Fatalf("live %d after cancel, want 0: a slot leaked", c.Stats().Live)
+	}
+	reserve(t, c, "other")
+}
