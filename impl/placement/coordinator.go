@@ -333,17 +333,23 @@ func (c *Coordinator[T]) quarantineLocked(e *entry[T]) {
 	e.notifyLocked()
 }
 
-// tryTakeSlot counts one more live entry if the table has room.
+// tryTakeSlot counts one more live entry if the table has room. It never
+// counts past the bound, not even for an instant: a refused Acquire must
+// see a table that really was full.
 func (c *Coordinator[T]) tryTakeSlot() bool {
 	limit := int64(c.cfg.MaxEntries)
 	if mutant("CapacityOffByOne") {
 		limit++
 	}
-	if c.live.Add(1) <= limit {
-		return true
+	for {
+		n := c.live.Load()
+		if n >= limit {
+			return false
+		}
+		if c.live.CompareAndSwap(n, n+1) {
+			return true
+		}
 	}
-	c.live.Add(-1)
-	return false
 }
 
 // sweepMayHelp reports whether a sweep could free a slot: some deadline may

@@ -122,14 +122,29 @@ func (c *Coordinator[T]) dispatchLocked(e *entry[T], r *Reservation[T], target T
 
 // CommitAccepted is the compatibility bridge for routers that learn
 // acceptance only after a response stream is chosen: it dispatches to target
-// and commits the accepted result in one step, returning the dispatcher's
-// lease.
+// and commits the accepted result in one atomic step (one lock, one reading
+// of the clock), returning the dispatcher's lease.
 func (r *Reservation[T]) CommitAccepted(target T, generation uint64) (Lease[T], error) {
-	d, err := r.BeginDispatch(target, generation)
-	if err != nil {
-		return Lease[T]{}, err
+	c, e := r.c, r.e
+	slot := c.catalog.slot(target)
+	e.mu.Lock()
+	now := c.now()
+	held, ev := r.heldLocked(now)
+	if !held {
+		e.mu.Unlock()
+		c.emit(ev)
+		return Lease[T]{}, ErrReservationLost
 	}
-	return d.Complete(Accepted)
+	if cur := slot.gen.Load(); generation != cur {
+		e.mu.Unlock()
+		return Lease[T]{}, &FencedError{Generation: generation, CurrentGeneration: cur}
+	}
+	d := c.dispatchLocked(e, r, target, slot, generation, now)
+	d.used = true
+	lease := c.newLease(c.bindLocked(e, 1, now))
+	e.mu.Unlock()
+	c.emit(Event{Kind: EventCommitted, Key: e.key, Attempt: d.attempt, Generation: generation})
+	return lease, nil
 }
 
 // Dispatch is the guard of one dispatch attempt. Complete it with the
