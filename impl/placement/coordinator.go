@@ -40,6 +40,9 @@ type Coordinator[T comparable] struct {
 
 	// testReaperPanic, when set by tests, makes the reaper panic once.
 	testReaperPanic atomic.Bool
+	// testAfterUnlink, when set by tests, runs right after an entry leaves
+	// the table (with the entry's lock held).
+	testAfterUnlink func(key string)
 }
 
 // New returns a coordinator for cfg. With a runtime clock (cfg.Clock nil) it
@@ -305,9 +308,15 @@ func (c *Coordinator[T]) removeLocked(e *entry[T]) {
 	}
 	wasLive := e.st != stAbsent
 	e.st, e.resv, e.guard, e.removed = stAbsent, nil, nil, true
-	c.table.CompareAndDelete(e.key, e)
+	// Free the slot before unlinking the entry: a fresh entry for the same
+	// key must never see the departed one still counted. (Anyone who finds
+	// the departed entry in the map locks it, sees removed, and retries.)
 	if wasLive {
 		c.live.Add(-1)
+	}
+	c.table.CompareAndDelete(e.key, e)
+	if c.testAfterUnlink != nil {
+		c.testAfterUnlink(e.key)
 	}
 	e.notifyLocked()
 }
@@ -375,7 +384,10 @@ func (c *Coordinator[T]) noteDeadline(d int64) {
 // capacity path call it. It locks one entry at a time.
 func (c *Coordinator[T]) sweep(now int64) {
 	epoch := c.catalog.epoch.Load()
-	c.nextExpiry.Store(math.MaxInt64)
+	// nextExpiry keeps its old, conservative value while the scan runs: a
+	// capacity check meanwhile must not conclude that nothing expired just
+	// because this sweep has not reached an entry yet.
+	start := c.nextExpiry.Load()
 	earliest := int64(math.MaxInt64)
 	var events []Event
 	c.table.Range(func(_, v any) bool {
@@ -406,7 +418,18 @@ func (c *Coordinator[T]) sweep(now int64) {
 		e.mu.Unlock()
 		return true
 	})
-	c.noteDeadline(earliest)
+	// Publish the earliest deadline seen, keeping any lower one noted
+	// concurrently (noted values only ever lower nextExpiry).
+	for {
+		cur := c.nextExpiry.Load()
+		next := earliest
+		if cur != start && cur < next {
+			next = cur
+		}
+		if c.nextExpiry.CompareAndSwap(cur, next) {
+			break
+		}
+	}
 	c.sweptEpoch.Store(epoch)
 	for _, ev := range events {
 		c.cfg.Observer(ev)

@@ -848,3 +848,24 @@ func TestAcquire_LazyTimeoutThenReserveKeepsCount(t *testing.T) {
 	}
 	reserve(t, c, "other")
 }
+
+// TestRemove_FreesSlotBeforeUnlinking: found by Porcupine under -race.
+// removeLocked unlinked the entry before freeing its slot; in between, a
+// fresh entry for the same key saw a full table. The hook runs at that very
+// point: the key must be reservable there.
+func TestRemove_FreesSlotBeforeUnlinking(t *testing.T) {
+	c, _ := manual(t, func(c *Config) { c.MaxEntries = 1 })
+	l := bind(t, c, "s", w1)
+	var got error
+	c.testAfterUnlink = func(key string) {
+		c.testAfterUnlink = nil
+		a, err := c.TryAcquire(key)
+		if got = err; err == nil {
+			got = a.Reservation.Cancel()
+		}
+	}
+	must(t, l.Invalidate())
+	if got != nil {
+		t.Fatalf("reserving the key right after its entry left the table: %v", got)
+	}
+}
