@@ -3,7 +3,7 @@
 #   make verify   the main job: every check this repo has, with a report
 #   make test     what CI runs (.ci/run): lint, race tests, the explorer on every config
 #   make tlc      re-run TLC (needs TLA2TOOLS_JAR) and record its results as data
-#   make bench    benchmarks (hot path, cold path, table choice)
+#   make bench    the benchmark table (FULL=1 for 1e6 bindings); make benchstat OLD= NEW=
 #   make mutants  the bug zoo: every broken variant must be caught
 #   make fuzz     the fuzz campaign (FUZZTIME per target)
 
@@ -13,7 +13,7 @@ GO          ?= go
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 CONFIGS     := $(wildcard spec/tla/MC*.cfg)
 
-.PHONY: test lint race conformance explore bench-smoke mutants fuzz verify tlc bench
+.PHONY: test lint race conformance explore bench-smoke mutants fuzz verify tlc bench benchstat
 
 test: lint race conformance explore bench-smoke mutants
 
@@ -59,7 +59,14 @@ verify:
 tlc:
 	@spec/tla/tlc.sh
 
-# A first benchmark set (hot path, cold path, table choice); compare two
-# runs with benchstat (golang.org/x/perf/cmd/benchstat).
+# The benchmark suite: one table of ns/op, allocs/op, B/op and ratios to the
+# floor and every baseline, from the same run (benchmarks/results/latest.md,
+# raw output latest.txt, plot growth.png). Short by default; FULL=1 for up
+# to 1e6 bindings and the full model config.
 bench:
-	$(GO) test -run '^$$' -bench . -benchmem -count=1 ./benchmarks/
+	$(GO) run ./benchmarks/cmd/benchtable $(if $(FULL),-full -count 3)
+
+# Compare two raw benchmark outputs: make benchstat OLD=a.txt NEW=b.txt
+BENCHSTAT := golang.org/x/perf/cmd/benchstat@v0.0.0-20260908200009-22c9c6c9d4da
+benchstat:
+	$(GO) run $(BENCHSTAT) $(OLD) $(NEW)

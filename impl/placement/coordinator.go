@@ -165,7 +165,6 @@ func (c *Coordinator[T]) tryHit(key string) (Lease[T], bool) {
 			return Lease[T]{}, false
 		}
 		if b.word.CompareAndSwap(w, w+1+seqUnit) {
-			c.stats.hit(b.version)
 			return c.newLease(b), true
 		}
 	}
@@ -215,7 +214,6 @@ func (c *Coordinator[T]) acquireSlow(ctx context.Context, key string, wait bool)
 						continue
 					}
 					e.mu.Unlock()
-					c.stats.hit(b.version)
 					return Acquisition[T]{Lease: c.newLease(b)}, nil
 				}
 				if w&deadBit == 0 && !b.killIfExpired(now) {

@@ -54,8 +54,9 @@ func (e *entry[T]) waitChanLocked() chan struct{} {
 }
 
 // The binding word packs the lease count, the closing and dead flags and a
-// sequence number bumped by every lease change (so a compare-and-swap that
-// expires an idle binding fails if any lease came and went meanwhile).
+// sequence number bumped by every hit: it counts the binding's hits, and a
+// compare-and-swap that expires an idle binding fails if any lease came
+// (and went) meanwhile.
 const (
 	leaseMask  = 1<<24 - 1
 	closingBit = 1 << 24
@@ -80,6 +81,9 @@ type binding[T comparable] struct {
 
 func leases(w uint64) uint64 { return w & leaseMask }
 
+// hitsOf is the number of hits a binding word records.
+func hitsOf(w uint64) int64 { return int64(w / seqUnit) }
+
 // stale reports whether the target's generation moved on.
 func (b *binding[T]) stale() bool { return b.slot.gen.Load() != b.gen }
 
@@ -96,7 +100,8 @@ func (b *binding[T]) kill() bool {
 		if w&deadBit != 0 {
 			return false
 		}
-		if b.word.CompareAndSwap(w, (w|deadBit)+seqUnit) {
+		if b.word.CompareAndSwap(w, w|deadBit) {
+			b.e.c().stats.deadHits.Add(hitsOf(w))
 			return true
 		}
 	}
@@ -109,5 +114,9 @@ func (b *binding[T]) killIfExpired(now int64) bool {
 	if w&deadBit != 0 || !b.expiredAt(w, now) {
 		return false
 	}
-	return b.word.CompareAndSwap(w, (w|deadBit)+seqUnit)
+	if !b.word.CompareAndSwap(w, w|deadBit) {
+		return false
+	}
+	b.e.c().stats.deadHits.Add(hitsOf(w))
+	return true
 }

@@ -96,7 +96,7 @@ func (l Lease[T]) end(refresh bool) error {
 			b.deadline.Store(d) // before the count reaches zero: never expired early
 			c.noteDeadline(d)
 		}
-		if b.word.CompareAndSwap(w, w-1+seqUnit) {
+		if b.word.CompareAndSwap(w, w-1) {
 			if n == 1 && !refresh {
 				c.noteDeadline(b.deadline.Load())
 			}
@@ -150,7 +150,7 @@ func (l Lease[T]) Close() error {
 			c.endClosing(b)
 			return nil
 		}
-		if b.word.CompareAndSwap(w, (w-1+seqUnit)|closingBit) {
+		if b.word.CompareAndSwap(w, (w-1)|closingBit) {
 			return nil
 		}
 	}
@@ -168,7 +168,8 @@ func (c *Coordinator[T]) endClosing(b *binding[T]) {
 			break
 		}
 		if leases(w) == 1 {
-			if b.word.CompareAndSwap(w, ((w&^leaseMask)|deadBit)+seqUnit) {
+			if b.word.CompareAndSwap(w, (w&^leaseMask)|deadBit) {
+				c.stats.deadHits.Add(hitsOf(w))
 				if !e.removed && e.bound.Load() == b {
 					c.removeLocked(e)
 					removed = true
@@ -177,7 +178,7 @@ func (c *Coordinator[T]) endClosing(b *binding[T]) {
 			}
 			continue
 		}
-		if b.word.CompareAndSwap(w, (w-1+seqUnit)|closingBit) {
+		if b.word.CompareAndSwap(w, (w-1)|closingBit) {
 			break
 		}
 	}

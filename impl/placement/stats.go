@@ -4,11 +4,11 @@ import (
 	"sync/atomic"
 )
 
-// counters are the coordinator's statistics. Hits are striped across cache
-// lines (by binding version) so parallel hits on different sessions do not
-// contend on one counter.
+// counters are the coordinator's statistics. Hits are not counted on the
+// hot path: each binding's word counts its own hits, and a binding's count
+// is added to deadHits when it ends (Stats sums the live ones).
 type counters struct {
-	hits           [16]paddedCounter
+	deadHits       atomic.Int64
 	reservations   atomic.Int64
 	waits          atomic.Int64
 	capacity       atomic.Int64
@@ -17,13 +17,6 @@ type counters struct {
 	expirations    atomic.Int64
 	reaperRestarts atomic.Int64
 }
-
-type paddedCounter struct {
-	n atomic.Int64
-	_ [56]byte
-}
-
-func (c *counters) hit(version uint64) { c.hits[version&15].n.Add(1) }
 
 // Stats are cumulative counts since New, and the current live entries.
 type Stats struct {
@@ -38,12 +31,19 @@ type Stats struct {
 	Live               int64 // entries in the table now
 }
 
-// Stats returns the coordinator's statistics.
+// Stats returns the coordinator's statistics. It walks the table to add up
+// the hits of live bindings (each binding counts its own, off the hot path),
+// so it costs O(entries); call it for monitoring, not per request.
 func (c *Coordinator[T]) Stats() Stats {
-	var hits int64
-	for i := range c.stats.hits {
-		hits += c.stats.hits[i].n.Load()
-	}
+	hits := c.stats.deadHits.Load()
+	c.table.Range(func(_, v any) bool {
+		if b := v.(*entry[T]).bound.Load(); b != nil {
+			if w := b.word.Load(); w&deadBit == 0 {
+				hits += hitsOf(w)
+			}
+		}
+		return true
+	})
 	return Stats{
 		Hits:               hits,
 		Reservations:       c.stats.reservations.Load(),
