@@ -24,6 +24,9 @@ detail() {
     explore:*) grep -E 'distinct states found|as expected|violated' "$2" | tail -1 | sed 's/^[^:]*: //' ;;
     tlc) grep -E '^tlc: (SKIPPING|MC)' "$2" | head -1 ;;
     race|conformance) grep -cE '^--- PASS' "$2" | sed 's/$/ tests passed (verbose list in the log)/' ;;
+    linearizability-campaign) grep -oE '[0-9]+ operations checked in [^ ]+ \([0-9]+ ops/s\)' "$2" | tail -1 ;;
+    bug-zoo) grep -E '^caught' "$2" ;;
+    fuzz) grep -cE '^ok' "$2" | sed 's/$/ fuzz targets ran clean/' ;;
     *) tail -1 "$2" ;;
   esac
 }
@@ -37,6 +40,11 @@ for cfg in spec/tla/MC*.cfg; do
   case $cfg in *MCBug*) flag=-expect-violation ;; *) flag= ;; esac
   check "explore:$(basename "$cfg")" .bin/explore $flag -config "$cfg"
 done
+check linearizability-campaign env LINEARIZABILITY_SEEDS=32 LINEARIZABILITY_OPS=1000 LINEARIZABILITY_SEED=1000 \
+  go test -count=1 -run 'TestLinearizable$' -v ./linearizability/
+check bug-zoo go run ./linearizability/cmd/mutants
+check fuzz make fuzz FUZZTIME=10s
+check bench-smoke make bench-smoke
 check tlc spec/tla/tlc.sh
 echo
 echo "placement verify report ($(date -u +%Y-%m-%dT%H:%MZ), $(go version | cut -d' ' -f3), logs in $out)"
