@@ -54,6 +54,12 @@ func explore(t *testing.T, cfg string) (*Model, *Report) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return exploreConfig(t, c)
+}
+
+// exploreConfig explores the model a parsed TLC config describes.
+func exploreConfig(t *testing.T, c *TLCConfig) (*Model, *Report) {
+	t.Helper()
 	m, err := c.Load()
 	if err != nil {
 		t.Fatal(err)
@@ -136,18 +142,7 @@ func TestConformanceDetectsDrift(t *testing.T) {
 			t.Fatal(err)
 		}
 		c.Overrides[variants[name].replaces] = name
-		m, err := c.Load()
-		if err != nil {
-			t.Fatal(err)
-		}
-		opts, err := OptionsFor(c)
-		if err != nil {
-			t.Fatal(err)
-		}
-		rep, err := m.Explore(opts)
-		if err != nil {
-			t.Fatal(err)
-		}
+		_, rep := exploreConfig(t, c)
 		if rep.Violation == nil && rep.StateSetHash == want.StateSetHash {
 			t.Errorf("%s: same state set as TLC and no property violated; drift would go unnoticed", name)
 		} else if rep.Violation != nil {

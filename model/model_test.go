@@ -39,6 +39,14 @@ func do(t *testing.T, m *Model, s State, l Label, want ResultKind) State {
 	return n
 }
 
+// commit binds key k to target tg for request r (reserve, dispatch, accept).
+func commit(t *testing.T, m *Model, s State, r, k, tg int) State {
+	t.Helper()
+	s = do(t, m, s, L(ActAcquire, r, k), ResReserved)
+	s = do(t, m, s, L(ActBeginDispatch, r, tg), ResDispatched)
+	return do(t, m, s, L(ActComplete, r, int(Accepted)), ResCommitted)
+}
+
 func L(act Action, args ...int) Label {
 	l := Label{Act: act, R: None, K: None, T: None}
 	switch act {
@@ -185,10 +193,7 @@ func TestCapacityCountsOnlyLiveEntries(t *testing.T) {
 
 func TestGenerationBumpFencesBinding(t *testing.T) {
 	m := testModel(t)
-	s := m.Init()
-	s = do(t, m, s, L(ActAcquire, 0, 0), ResReserved)
-	s = do(t, m, s, L(ActBeginDispatch, 0, 1), ResDispatched)
-	s = do(t, m, s, L(ActComplete, 0, int(Accepted)), ResCommitted)
+	s := commit(t, m, m.Init(), 0, 0, 1)
 	s = do(t, m, s, L(ActBump, 1), ResBumped)
 	// Stale: a new request re-initializes; the old lease is superseded.
 	s2 := do(t, m, s, L(ActAcquire, 1, 0), ResReserved)
@@ -199,10 +204,7 @@ func TestGenerationBumpFencesBinding(t *testing.T) {
 
 func TestCloseWaitsForLastLease(t *testing.T) {
 	m := testModel(t)
-	s := m.Init()
-	s = do(t, m, s, L(ActAcquire, 0, 0), ResReserved)
-	s = do(t, m, s, L(ActBeginDispatch, 0, 0), ResDispatched)
-	s = do(t, m, s, L(ActComplete, 0, int(Accepted)), ResCommitted)
+	s := commit(t, m, m.Init(), 0, 0, 0)
 	s = do(t, m, s, L(ActAcquire, 1, 0), ResHit)
 	s = do(t, m, s, L(ActClose, 0), ResEnded)
 	if s.Table[0].St != Bound || !s.Table[0].Closing {
@@ -218,10 +220,7 @@ func TestCloseWaitsForLastLease(t *testing.T) {
 
 func TestInvalidateSupersedesOtherLeases(t *testing.T) {
 	m := testModel(t)
-	s := m.Init()
-	s = do(t, m, s, L(ActAcquire, 0, 0), ResReserved)
-	s = do(t, m, s, L(ActBeginDispatch, 0, 0), ResDispatched)
-	s = do(t, m, s, L(ActComplete, 0, int(Accepted)), ResCommitted)
+	s := commit(t, m, m.Init(), 0, 0, 0)
 	s = do(t, m, s, L(ActAcquire, 1, 0), ResHit)
 	s = do(t, m, s, L(ActInvalidate, 0), ResEnded)
 	do(t, m, s, L(ActInvalidate, 1), ResSuperseded)

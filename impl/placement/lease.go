@@ -54,15 +54,16 @@ func (l Lease[T]) Key() string {
 	return l.b.e.key
 }
 
-// claim marks the lease used; only the first end succeeds.
-func (l Lease[T]) claim() error {
+// claim marks the lease used (only the first end succeeds) and returns its
+// binding and coordinator; the caller returns the slot to the pool.
+func (l Lease[T]) claim() (*binding[T], *Coordinator[T], error) {
 	if l.b == nil {
-		return ErrInvalidArgument
+		return nil, nil, ErrInvalidArgument
 	}
 	if !l.s.seq.CompareAndSwap(l.seq, l.seq+1) && !mutant("DoubleDecrementsLease") {
-		return ErrUsed
+		return nil, nil, ErrUsed
 	}
-	return nil
+	return l.b, l.b.e.c(), nil
 }
 
 // Release ends the lease: the request is done. At zero leases the binding's
@@ -75,11 +76,10 @@ func (l Lease[T]) Release() error { return l.end(true) }
 func (l Lease[T]) Abandon() error { return l.end(false) }
 
 func (l Lease[T]) end(refresh bool) error {
-	if err := l.claim(); err != nil {
+	b, c, err := l.claim()
+	if err != nil {
 		return err
 	}
-	b := l.b
-	c := b.e.c()
 	defer c.leases.Put(l.s)
 	for {
 		w := b.word.Load()
@@ -109,13 +109,12 @@ func (l Lease[T]) end(refresh bool) error {
 // is still current (other requests' leases on it become superseded); on a
 // superseded version it acts as Release.
 func (l Lease[T]) Invalidate() error {
-	if err := l.claim(); err != nil {
+	b, c, err := l.claim()
+	if err != nil {
 		return err
 	}
-	b := l.b
-	e := b.e
-	c := e.c()
 	defer c.leases.Put(l.s)
+	e := b.e
 	e.mu.Lock()
 	removed := !e.removed && e.bound.Load() == b
 	if removed {
@@ -132,11 +131,10 @@ func (l Lease[T]) Invalidate() error {
 // marked closing (it still answers hits, so the session never splits) and is
 // removed when its last lease ends, never while others still hold leases.
 func (l Lease[T]) Close() error {
-	if err := l.claim(); err != nil {
+	b, c, err := l.claim()
+	if err != nil {
 		return err
 	}
-	b := l.b
-	c := b.e.c()
 	defer c.leases.Put(l.s)
 	for {
 		w := b.word.Load()
