@@ -3,6 +3,7 @@ package linearizability
 import (
 	"context"
 	"math/rand/v2"
+	"os"
 	"runtime"
 	"sort"
 	"sync"
@@ -53,7 +54,13 @@ func DrawPlan(seed uint64, ops int) Plan {
 
 // WaitLimit bounds a blocking Acquire in a run. Every initializer in a run
 // finishes promptly, so a waiter still waiting this long lost its wake-up.
-const WaitLimit = 5 * time.Second
+// LINEARIZABILITY_WAIT_LIMIT (a Go duration) overrides it.
+var WaitLimit = func() time.Duration {
+	if d, err := time.ParseDuration(os.Getenv("LINEARIZABILITY_WAIT_LIMIT")); err == nil && d > 0 {
+		return d
+	}
+	return 5 * time.Second
+}()
 
 // ShortWait is the deadline of the Acquires planned to give up waiting.
 const ShortWait = 200 * time.Microsecond

@@ -68,7 +68,9 @@ func TestLinearizable(t *testing.T) {
 		}
 		t.Logf("seed %d: %d ops, shape %+v, partitioned %v, GOMAXPROCS %d, overlap %.0f%%",
 			seed, len(run.History), plan.Shape, plan.Partitioned, plan.Procs, 100*run.Overlap)
-		checkRun(t, run, 60*time.Second)
+		if checkRun(t, run, 60*time.Second) != porcupine.Ok && os.Getenv("LINEARIZABILITY_FAILFAST") != "" {
+			t.FailNow()
+		}
 		cov.Add(run.Coverage)
 		total += len(run.History)
 		overlapping += run.Overlap * float64(len(run.History))

@@ -96,7 +96,8 @@ var divergence = regexp.MustCompile(`returned [^\n]*? the model says [^\n\s]*|re
 func runChecker(bin, dir, reports, variant, test string) (ok bool, took time.Duration, detail string) {
 	cmd := exec.Command(bin, "-test.run", "^"+test+"$", "-test.count=1", "-rapid.nofailfile")
 	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "PLACEMENT_MUTANT="+variant, "LINEARIZABILITY_REPORT_DIR="+reports)
+	cmd.Env = append(os.Environ(), "PLACEMENT_MUTANT="+variant, "LINEARIZABILITY_REPORT_DIR="+reports,
+		"LINEARIZABILITY_WAIT_LIMIT=500ms", "LINEARIZABILITY_FAILFAST=1")
 	start := time.Now()
 	out, err := cmd.CombinedOutput()
 	took = time.Since(start)
