@@ -28,8 +28,11 @@ type Coordinator[T comparable] struct {
 	leases   sync.Pool // *leaseSlot
 
 	// nextExpiry is at most the earliest idle or reservation deadline, so
-	// the capacity path sweeps only when something may have expired.
+	// the capacity path sweeps only when something may have expired. Every
+	// note bumps a striped counter first, so a sweep can tell whether a
+	// deadline it did not see was noted while it ran (see sweep).
 	nextExpiry atomic.Int64
+	notes      [16]paddedCounter
 	sweptEpoch atomic.Uint64
 
 	closed    atomic.Bool
@@ -366,14 +369,35 @@ func (c *Coordinator[T]) sweepMayHelp(now int64) bool {
 	return now >= c.nextExpiry.Load() || c.catalog.epoch.Load() != c.sweptEpoch.Load()
 }
 
-// noteDeadline lowers nextExpiry to d.
+// paddedCounter is a counter on its own cache line.
+type paddedCounter struct {
+	n atomic.Uint64
+	_ [56]byte
+}
+
+// noteDeadline records that an entry may expire at d. Callers note after
+// the state change that makes the entry expirable (idle, or reserved).
 func (c *Coordinator[T]) noteDeadline(d int64) {
+	c.notes[(uint64(d)>>6)&15].n.Add(1)
+	c.lowerHint(d)
+}
+
+// lowerHint lowers nextExpiry to d.
+func (c *Coordinator[T]) lowerHint(d int64) {
 	for {
 		cur := c.nextExpiry.Load()
 		if d >= cur || c.nextExpiry.CompareAndSwap(cur, d) {
 			return
 		}
 	}
+}
+
+func (c *Coordinator[T]) noteCount() uint64 {
+	var n uint64
+	for i := range c.notes {
+		n += c.notes[i].n.Load()
+	}
+	return n
 }
 
 // sweep reclaims the whole table at time now: Expire (idle past the
@@ -385,7 +409,7 @@ func (c *Coordinator[T]) sweep(now int64) {
 	// nextExpiry keeps its old, conservative value while the scan runs: a
 	// capacity check meanwhile must not conclude that nothing expired just
 	// because this sweep has not reached an entry yet.
-	start := c.nextExpiry.Load()
+	notes := c.noteCount()
 	earliest := int64(math.MaxInt64)
 	var events []Event
 	c.table.Range(func(_, v any) bool {
@@ -416,21 +440,30 @@ func (c *Coordinator[T]) sweep(now int64) {
 		e.mu.Unlock()
 		return true
 	})
-	// Publish the earliest deadline seen, keeping any lower one noted
-	// concurrently (noted values only ever lower nextExpiry).
-	for {
-		cur := c.nextExpiry.Load()
-		next := earliest
-		if cur != start && cur < next {
-			next = cur
-		}
-		if c.nextExpiry.CompareAndSwap(cur, next) {
-			break
-		}
-	}
+	c.publishHint(earliest, notes)
 	c.sweptEpoch.Store(epoch)
 	for _, ev := range events {
 		c.cfg.Observer(ev)
+	}
+}
+
+// publishHint sets nextExpiry to the earliest deadline a sweep saw. It may
+// raise the hint only if no deadline was noted since the sweep started
+// (such a note may concern an entry the scan passed before it became
+// idle), and it undoes the raise if a note arrives while it raises; a note
+// after that lowers the raised hint itself.
+func (c *Coordinator[T]) publishHint(earliest int64, notesAtStart uint64) {
+	if c.noteCount() != notesAtStart {
+		c.lowerHint(earliest)
+		return
+	}
+	cur := c.nextExpiry.Load()
+	if earliest <= cur || !c.nextExpiry.CompareAndSwap(cur, earliest) {
+		c.lowerHint(earliest)
+		return
+	}
+	if c.noteCount() != notesAtStart {
+		c.lowerHint(cur)
 	}
 }
 

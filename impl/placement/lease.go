@@ -92,12 +92,12 @@ func (l Lease[T]) end(refresh bool) error {
 			return nil
 		}
 		if n == 1 && refresh {
-			d := c.now() + c.ttl
-			b.deadline.Store(d) // before the count reaches zero: never expired early
-			c.noteDeadline(d)
+			// The deadline is stored before the count reaches zero, so the
+			// binding is never expired early.
+			b.deadline.Store(c.now() + c.ttl)
 		}
 		if b.word.CompareAndSwap(w, w-1) {
-			if n == 1 && !refresh {
+			if n == 1 { // idle now: note its deadline (after the change)
 				c.noteDeadline(b.deadline.Load())
 			}
 			return nil

@@ -869,3 +869,22 @@ func TestRemove_FreesSlotBeforeUnlinking(t *testing.T) {
 		t.Fatalf("reserving the key right after its entry left the table: %v", got)
 	}
 }
+
+// TestSweep_HintNotRaisedOverConcurrentNote: found by Porcupine under
+// -race. A sweep passed a leased binding; the lease was then abandoned with
+// a deadline already past; the sweep then raised the next-expiry hint over
+// it, so a full table refused although the binding had expired. A sweep now
+// raises the hint only if no deadline was noted while it ran.
+func TestSweep_HintNotRaisedOverConcurrentNote(t *testing.T) {
+	c, clk := manual(t, func(c *Config) { c.MaxEntries = 1 })
+	l := bind(t, c, "a", w1) // deadline 10s, leased
+	clk.t.Store(int64(20 * time.Second))
+	notes := c.noteCount()
+	// The sweep's scan happens here and sees "a" leased: nothing expirable.
+	must(t, l.Abandon()) // idle now, deadline 10s <= now 20s: expired, noted
+	c.publishHint(math.MaxInt64, notes)
+	if !c.sweepMayHelp(c.now()) {
+		t.Fatal("the hint hides an expired binding")
+	}
+	reserve(t, c, "b") // the capacity path reclaims "a"
+}
