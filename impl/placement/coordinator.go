@@ -21,7 +21,7 @@ type Coordinator[T comparable] struct {
 	manual      *ManualClock
 	sub         *manualSub
 
-	table    sync.Map // string -> *entry[T]
+	table    *table[T]
 	live     atomic.Int64
 	attempts atomic.Uint64
 	catalog  catalog[T]
@@ -61,6 +61,7 @@ func New[T comparable](cfg Config) (*Coordinator[T], error) {
 		ttl:         int64(v.IdleTTL),
 		initTimeout: int64(v.InitTimeout),
 		done:        make(chan struct{}),
+		table:       newTable[T](v.MaxEntries),
 	}
 	c.leases.New = func() any { return new(leaseSlot) }
 	c.nextExpiry.Store(math.MaxInt64)
@@ -154,11 +155,11 @@ func (c *Coordinator[T]) tryHit(key string) (Lease[T], bool) {
 	if c.closed.Load() {
 		return Lease[T]{}, false
 	}
-	v, ok := c.table.Load(key)
+	e, ok := c.table.load(key)
 	if !ok {
 		return Lease[T]{}, false
 	}
-	b := v.(*entry[T]).bound.Load()
+	b := e.bound.Load()
 	if b == nil || b.stale() && !mutant("IgnoresGenerationFence") {
 		return Lease[T]{}, false
 	}
@@ -174,11 +175,9 @@ func (c *Coordinator[T]) tryHit(key string) (Lease[T], bool) {
 }
 
 func (c *Coordinator[T]) entryFor(key string) *entry[T] {
-	if v, ok := c.table.Load(key); ok {
-		return v.(*entry[T])
-	}
-	v, _ := c.table.LoadOrStore(key, &entry[T]{owner: c, key: strings.Clone(key)})
-	return v.(*entry[T])
+	return c.table.loadOrStore(key, func(h uint64) *entry[T] {
+		return &entry[T]{owner: c, key: strings.Clone(key), hash: h}
+	})
 }
 
 func (c *Coordinator[T]) acquireSlow(ctx context.Context, key string, wait bool) (Acquisition[T], error) {
@@ -315,7 +314,7 @@ func (c *Coordinator[T]) removeLocked(e *entry[T]) {
 	if wasLive {
 		c.live.Add(-1)
 	}
-	c.table.CompareAndDelete(e.key, e)
+	c.table.unlink(e)
 	if c.testAfterUnlink != nil {
 		c.testAfterUnlink(e.key)
 	}
@@ -412,8 +411,7 @@ func (c *Coordinator[T]) sweep(now int64) {
 	notes := c.noteCount()
 	earliest := int64(math.MaxInt64)
 	var events []Event
-	c.table.Range(func(_, v any) bool {
-		e := v.(*entry[T])
+	c.table.each(func(e *entry[T]) bool {
 		e.mu.Lock()
 		if ev := c.timeoutsLocked(e, now); ev.Kind != 0 && c.cfg.Observer != nil {
 			events = append(events, ev)
@@ -527,11 +525,10 @@ func (c *Coordinator[T]) Resolve(key string, attempt, generation uint64, res Res
 	if res != ResolveAccepted && res != ResolveNotAccepted {
 		return fmt.Errorf("placement: Resolve: invalid resolution %d: %w", res, ErrInvalidArgument)
 	}
-	v, ok := c.table.Load(key)
+	e, ok := c.table.load(key)
 	if !ok {
 		return ErrNotQuarantined
 	}
-	e := v.(*entry[T])
 	e.mu.Lock()
 	now := c.now() // read once, under the lock: the operation happens at now
 	ev := c.timeoutsLocked(e, now)
@@ -589,11 +586,10 @@ func (c *Coordinator[T]) InvalidateKey(key string) (bool, error) {
 	if err := c.checkKey(key); err != nil {
 		return false, err
 	}
-	v, ok := c.table.Load(key)
+	e, ok := c.table.load(key)
 	if !ok {
 		return false, nil
 	}
-	e := v.(*entry[T])
 	e.mu.Lock()
 	removed := false
 	if !e.removed && e.st == stBound {

@@ -253,11 +253,10 @@ func (d *Dispatch[T]) Drop() {
 
 // currentAttempt returns the attempt in flight or quarantined on key, if any.
 func (c *Coordinator[T]) currentAttempt(key string) (attempt, gen uint64) {
-	v, ok := c.table.Load(key)
+	e, ok := c.table.load(key)
 	if !ok {
 		return 0, 0
 	}
-	e := v.(*entry[T])
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if !e.removed && (e.st == stDispatching || e.st == stQuarantined) {

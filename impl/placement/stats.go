@@ -36,8 +36,8 @@ type Stats struct {
 // so it costs O(entries); call it for monitoring, not per request.
 func (c *Coordinator[T]) Stats() Stats {
 	hits := c.stats.deadHits.Load()
-	c.table.Range(func(_, v any) bool {
-		if b := v.(*entry[T]).bound.Load(); b != nil {
+	c.table.each(func(e *entry[T]) bool {
+		if b := e.bound.Load(); b != nil {
 			if w := b.word.Load(); w&deadBit == 0 {
 				hits += hitsOf(w)
 			}
@@ -94,11 +94,10 @@ func (c *Coordinator[T]) Query(key string) (Info[T], error) {
 	if err := c.checkKey(key); err != nil {
 		return Info[T]{}, err
 	}
-	v, ok := c.table.Load(key)
+	e, ok := c.table.load(key)
 	if !ok {
 		return Info[T]{}, nil
 	}
-	e := v.(*entry[T])
 	if b := e.bound.Load(); b != nil {
 		w := b.word.Load()
 		if w&deadBit == 0 && !b.stale() && !b.expiredAt(w, c.now()) {
