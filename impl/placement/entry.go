@@ -21,8 +21,8 @@ const (
 type entry[T comparable] struct {
 	owner *Coordinator[T]
 	key   string
-	hash  uint64                   // the table's hash of key
-	next  atomic.Pointer[entry[T]] // the table's chain (immutable once unlinked)
+	hash  uint64                     // the table's hash of key
+	next  atomic.Pointer[entry[T]]   // the table's chain (immutable once unlinked)
 	bound atomic.Pointer[binding[T]] // the binding while stBound, else nil
 
 	mu       sync.Mutex

@@ -1,0 +1,112 @@
+package placement
+
+import (
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+)
+
+// TestTable_ChainsUnderConcurrentUnlink: 500 keys in 64 buckets (chains of
+// about 8); every other key is unlinked (heads, middles, tails) while
+// readers walk the chains: a key that stays linked is always found,
+// loadOrStore never links a key twice, and afterwards exactly the unlinked
+// keys are gone. (TestTable_ReaderOnUnlinkedEntryStillReachesTheRest checks
+// the reader-on-a-removed-entry case deterministically.)
+func TestTable_ChainsUnderConcurrentUnlink(t *testing.T) {
+	tb := newTable[target](1)
+	if len(tb.buckets) != 64 {
+		t.Fatalf("%d buckets, want 64", len(tb.buckets))
+	}
+	const n = 500
+	keys := make([]string, n)
+	ents := make([]*entry[target], n)
+	for i := range keys {
+		keys[i] = fmt.Sprintf("key-%d", i)
+		k := keys[i]
+		ents[i] = tb.loadOrStore(k, func(h uint64) *entry[target] { return &entry[target]{key: k, hash: h} })
+		if again := tb.loadOrStore(k, func(uint64) *entry[target] { panic("linked twice") }); again != ents[i] {
+			t.Fatal("loadOrStore returned another entry for a linked key")
+		}
+	}
+	var stop atomic.Bool
+	var wg sync.WaitGroup
+	for r := 0; r < 3; r++ {
+		wg.Add(1)
+		go func(r int) {
+			defer wg.Done()
+			for i := r; !stop.Load(); i = (i + 7) % n {
+				e, ok := tb.load(keys[i])
+				if i%2 == 1 && (!ok || e != ents[i]) { // odd keys stay linked
+					t.Errorf("linked key %s not found while neighbours were unlinked", keys[i])
+					return
+				}
+				if ok && e != ents[i] {
+					t.Errorf("key %s found as another entry", keys[i])
+					return
+				}
+			}
+		}(r)
+	}
+	for i := 0; i < n; i += 2 { // every other key, so heads, middles and tails go
+		tb.unlink(ents[i])
+	}
+	stop.Store(true)
+	wg.Wait()
+	count := 0
+	tb.each(func(*entry[target]) bool { count++; return true })
+	if count != n/2 {
+		t.Fatalf("%d entries linked, want %d", count, n/2)
+	}
+	for i := range keys {
+		if _, ok := tb.load(keys[i]); ok == (i%2 == 0) {
+			t.Fatalf("key %s: found=%v after unlinking even keys", keys[i], ok)
+		}
+	}
+}
+
+// TestTable_ReaderOnUnlinkedEntryStillReachesTheRest: a reader standing on
+// an entry while it is unlinked (from the head or the middle of a chain)
+// still reaches every entry after it, deterministically.
+func TestTable_ReaderOnUnlinkedEntryStillReachesTheRest(t *testing.T) {
+	tb := newTable[target](1)
+	chain := map[uint64][]*entry[target]{}
+	for i := 0; len(chain) == 0 || maxLen(chain) < 4; i++ {
+		k := fmt.Sprintf("k%d", i)
+		e := tb.loadOrStore(k, func(h uint64) *entry[target] { return &entry[target]{key: k, hash: h} })
+		chain[e.hash&tb.mask] = append(chain[e.hash&tb.mask], e)
+	}
+	for b, es := range chain {
+		if len(es) < 4 {
+			continue
+		}
+		// Chains are newest first: es[3] is the head, es[0] the tail.
+		head := tb.buckets[b].Load()
+		mid := head.next.Load()
+		after := []*entry[target]{}
+		for e := mid.next.Load(); e != nil; e = e.next.Load() {
+			after = append(after, e)
+		}
+		for _, standing := range []*entry[target]{mid, head} { // a reader stands here
+			tb.unlink(standing)
+			got := []*entry[target]{}
+			for e := standing.next.Load(); e != nil; e = e.next.Load() {
+				if e != mid { // the head's successor may be the already unlinked mid
+					got = append(got, e)
+				}
+			}
+			if len(got) != len(after) {
+				t.Fatalf("a reader on an unlinked entry reaches %d of the %d entries after it", len(got), len(after))
+			}
+		}
+		return
+	}
+}
+
+func maxLen(m map[uint64][]*entry[target]) int {
+	n := 0
+	for _, v := range m {
+		n = max(n, len(v))
+	}
+	return n
+}
