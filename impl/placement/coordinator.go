@@ -32,6 +32,7 @@ type Coordinator[T comparable] struct {
 	// note bumps a striped counter first, so a sweep can tell whether a
 	// deadline it did not see was noted while it ran (see sweep).
 	nextExpiry atomic.Int64
+	sweeping   atomic.Int32 // sweeps in progress
 	notes      [16]paddedCounter
 	sweptEpoch atomic.Uint64
 
@@ -375,9 +376,14 @@ type paddedCounter struct {
 }
 
 // noteDeadline records that an entry may expire at d. Callers note after
-// the state change that makes the entry expirable (idle, or reserved).
+// the state change that makes the entry expirable (idle, or reserved). The
+// note is counted only while a sweep runs: a note that sees no sweep
+// announces a change made before any sweep started, which that sweep's
+// scan will see. So the hot path only reads a flag.
 func (c *Coordinator[T]) noteDeadline(d int64) {
-	c.notes[(uint64(d)>>6)&15].n.Add(1)
+	if c.sweeping.Load() != 0 {
+		c.notes[(uint64(d)>>6)&15].n.Add(1)
+	}
 	c.lowerHint(d)
 }
 
@@ -408,6 +414,8 @@ func (c *Coordinator[T]) sweep(now int64) {
 	// nextExpiry keeps its old, conservative value while the scan runs: a
 	// capacity check meanwhile must not conclude that nothing expired just
 	// because this sweep has not reached an entry yet.
+	c.sweeping.Add(1)
+	defer c.sweeping.Add(-1)
 	notes := c.noteCount()
 	earliest := int64(math.MaxInt64)
 	var events []Event

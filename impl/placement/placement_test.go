@@ -879,6 +879,8 @@ func TestSweep_HintNotRaisedOverConcurrentNote(t *testing.T) {
 	c, clk := manual(t, func(c *Config) { c.MaxEntries = 1 })
 	l := bind(t, c, "a", w1) // deadline 10s, leased
 	clk.t.Store(int64(20 * time.Second))
+	c.sweeping.Add(1) // a sweep is in progress
+	defer c.sweeping.Add(-1)
 	notes := c.noteCount()
 	// The sweep's scan happens here and sees "a" leased: nothing expirable.
 	must(t, l.Abandon()) // idle now, deadline 10s <= now 20s: expired, noted
