@@ -258,7 +258,7 @@ func (c *Coordinator[T]) acquireSlow(ctx context.Context, key string, wait bool)
 				e.mu.Unlock()
 				return Acquisition[T]{Reservation: r}, nil
 			}
-			err := &AmbiguousError{Key: key, Attempt: e.attempt, Generation: e.tgen}
+			err := &AmbiguousError{Key: key, Attempt: e.p.attempt, Generation: e.p.tgen}
 			e.mu.Unlock()
 			c.emit(ev, Event{})
 			return Acquisition[T]{}, err
@@ -290,9 +290,8 @@ func (c *Coordinator[T]) acquireSlow(ctx context.Context, key string, wait bool)
 // reserveLocked makes the caller the key's initializer.
 func (c *Coordinator[T]) reserveLocked(e *entry[T], now int64) *Reservation[T] {
 	r := &Reservation[T]{c: c, e: e}
-	e.st, e.resv, e.guard = stReserved, r, nil
-	e.deadline = now + c.initTimeout
-	c.noteDeadline(e.deadline)
+	e.st, e.p = stReserved, &pending[T]{resv: r, deadline: now + c.initTimeout}
+	c.noteDeadline(e.p.deadline)
 	c.stats.reservations.Add(1)
 	e.notifyLocked()
 	return r
@@ -308,7 +307,7 @@ func (c *Coordinator[T]) removeLocked(e *entry[T]) {
 		e.bound.Store(nil)
 	}
 	wasLive := e.st != stAbsent
-	e.st, e.resv, e.guard, e.removed = stAbsent, nil, nil, true
+	e.st, e.p, e.removed = stAbsent, nil, true
 	// Free the slot before unlinking the entry: a fresh entry for the same
 	// key must never see the departed one still counted. (Anyone who finds
 	// the departed entry in the map locks it, sees removed, and retries.)
@@ -327,18 +326,18 @@ func (c *Coordinator[T]) removeLocked(e *entry[T]) {
 // (dispatching too long: quarantined). It returns the event to report.
 func (c *Coordinator[T]) timeoutsLocked(e *entry[T], now int64) Event {
 	switch {
-	case e.st == stReserved && e.deadline <= now:
+	case e.st == stReserved && e.p.deadline <= now:
 		c.removeLocked(e)
 		return Event{Kind: EventRemoved, Key: e.key}
-	case e.st == stDispatching && e.deadline <= now:
+	case e.st == stDispatching && e.p.deadline <= now:
 		c.quarantineLocked(e)
-		return Event{Kind: EventQuarantined, Key: e.key, Attempt: e.attempt, Generation: e.tgen}
+		return Event{Kind: EventQuarantined, Key: e.key, Attempt: e.p.attempt, Generation: e.p.tgen}
 	}
 	return Event{}
 }
 
 func (c *Coordinator[T]) quarantineLocked(e *entry[T]) {
-	e.st, e.resv, e.deadline = stQuarantined, nil, 0
+	e.st, e.p.resv, e.p.deadline = stQuarantined, nil, 0 // keeps attempt, target, generation
 	c.stats.quarantines.Add(1)
 	e.notifyLocked()
 }
@@ -426,7 +425,7 @@ func (c *Coordinator[T]) sweep(now int64) {
 		}
 		switch e.st {
 		case stReserved, stDispatching:
-			earliest = min(earliest, e.deadline)
+			earliest = min(earliest, e.p.deadline)
 		case stBound:
 			b := e.bound.Load()
 			switch {
@@ -545,8 +544,8 @@ func (c *Coordinator[T]) Resolve(key string, attempt, generation uint64, res Res
 		c.emit(ev)
 		return ErrNotQuarantined
 	}
-	if attempt != e.attempt || generation != e.tgen && !mutant("ResolveIgnoresGeneration") {
-		err := &FencedError{Attempt: attempt, Generation: generation, CurrentAttempt: e.attempt, CurrentGeneration: e.tgen}
+	if attempt != e.p.attempt || generation != e.p.tgen && !mutant("ResolveIgnoresGeneration") {
+		err := &FencedError{Attempt: attempt, Generation: generation, CurrentAttempt: e.p.attempt, CurrentGeneration: e.p.tgen}
 		e.mu.Unlock()
 		c.emit(ev)
 		return err
@@ -566,7 +565,7 @@ func (c *Coordinator[T]) Resolve(key string, attempt, generation uint64, res Res
 // bindLocked commits the entry's attempt as a binding holding n leases, at
 // time now (the operation's one reading of the clock).
 func (c *Coordinator[T]) bindLocked(e *entry[T], n uint64, now int64) *binding[T] {
-	b := &binding[T]{e: e, target: e.target, slot: e.slot, gen: e.tgen, version: e.attempt}
+	b := &binding[T]{e: e, target: e.p.target, slot: e.p.slot, gen: e.p.tgen, version: e.p.attempt}
 	b.word.Store(n)
 	d := now + c.ttl
 	b.deadline.Store(d)
@@ -574,7 +573,7 @@ func (c *Coordinator[T]) bindLocked(e *entry[T], n uint64, now int64) *binding[T
 		c.noteDeadline(d)
 	}
 	e.bound.Store(b)
-	e.st, e.resv, e.guard = stBound, nil, nil
+	e.st, e.p = stBound, nil
 	e.notifyLocked()
 	if b.stale() {
 		// The target's generation moved on while the attempt was in flight

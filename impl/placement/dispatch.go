@@ -65,7 +65,7 @@ func (r *Reservation[T]) Key() string { return r.e.key }
 // holds the key's reservation (and not a dispatch).
 func (r *Reservation[T]) heldLocked(now int64) (bool, Event) {
 	ev := r.c.timeoutsLocked(r.e, now)
-	return !r.e.removed && r.e.st == stReserved && r.e.resv == r, ev
+	return !r.e.removed && r.e.st == stReserved && r.e.p.resv == r, ev
 }
 
 // Cancel gives the reservation up before dispatching: the key becomes
@@ -113,9 +113,9 @@ func (r *Reservation[T]) BeginDispatch(target T, generation uint64) (*Dispatch[T
 
 func (c *Coordinator[T]) dispatchLocked(e *entry[T], r *Reservation[T], target T, slot *targetSlot, gen uint64, now int64) *Dispatch[T] {
 	d := &Dispatch[T]{c: c, e: e, r: r, attempt: c.attempts.Add(1), target: target, gen: gen}
-	e.st, e.guard = stDispatching, d
-	e.attempt, e.target, e.slot, e.tgen = d.attempt, target, slot, gen
-	e.deadline = now + c.initTimeout
+	e.st, e.p.guard = stDispatching, d
+	e.p.attempt, e.p.target, e.p.slot, e.p.tgen = d.attempt, target, slot, gen
+	e.p.deadline = now + c.initTimeout
 	e.notifyLocked()
 	return d
 }
@@ -195,9 +195,12 @@ func (d *Dispatch[T]) Complete(o Outcome) (Lease[T], error) {
 	d.used = true
 	now := c.now() // read once, under the lock: the operation happens at now
 	ev := c.timeoutsLocked(e, now)
-	current := !e.removed && e.attempt == d.attempt && (e.st == stDispatching || e.st == stQuarantined)
+	current := !e.removed && (e.st == stDispatching || e.st == stQuarantined) && e.p.attempt == d.attempt
 	if !current && mutant("AcceptsStaleAttempt") && o == Accepted && !e.removed {
-		e.attempt, e.target, e.slot, e.tgen = d.attempt, d.target, c.catalog.slot(d.target), d.gen
+		if e.p == nil {
+			e.p = &pending[T]{}
+		}
+		e.p.attempt, e.p.target, e.p.slot, e.p.tgen = d.attempt, d.target, c.catalog.slot(d.target), d.gen
 		if e.st == stAbsent {
 			c.live.Add(1)
 		}
@@ -221,9 +224,9 @@ func (d *Dispatch[T]) Complete(o Outcome) (Lease[T], error) {
 			c.stats.resolutions.Add(1)
 		}
 	case o == DefinitelyNotAccepted && !late:
-		e.st, e.guard = stReserved, nil
-		e.deadline = now + c.initTimeout
-		c.noteDeadline(e.deadline)
+		e.st, e.p.guard = stReserved, nil
+		e.p.deadline = now + c.initTimeout
+		c.noteDeadline(e.p.deadline)
 		e.notifyLocked()
 		out = Event{Kind: EventRolledBack, Key: e.key, Attempt: d.attempt, Generation: d.gen}
 	case o == DefinitelyNotAccepted: // late: settles to absent
@@ -260,7 +263,7 @@ func (c *Coordinator[T]) currentAttempt(key string) (attempt, gen uint64) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if !e.removed && (e.st == stDispatching || e.st == stQuarantined) {
-		return e.attempt, e.tgen
+		return e.p.attempt, e.p.tgen
 	}
 	return 0, 0
 }

@@ -25,9 +25,16 @@ type entry[T comparable] struct {
 	next  atomic.Pointer[entry[T]]   // the table's chain (immutable once unlinked)
 	bound atomic.Pointer[binding[T]] // the binding while stBound, else nil
 
-	mu       sync.Mutex
-	st       entryState
-	removed  bool            // detached from the table; callers retry
+	mu      sync.Mutex
+	st      entryState
+	removed bool          // detached from the table; callers retry
+	p       *pending[T]   // while reserved, dispatching or quarantined; nil otherwise
+	changed chan struct{} // closed at the next change, when someone waits
+}
+
+// pending is what a key holds while it is initialized or quarantined. A
+// bound entry drops it, so a live binding carries none of these bytes.
+type pending[T comparable] struct {
 	resv     *Reservation[T] // the initializer (stReserved, stDispatching)
 	guard    *Dispatch[T]    // the dispatch guard (stDispatching, stQuarantined)
 	attempt  uint64          // the attempt in flight or quarantined
@@ -35,7 +42,6 @@ type entry[T comparable] struct {
 	slot     *targetSlot     // its target's catalog slot
 	tgen     uint64          // its target's generation
 	deadline int64           // initialization deadline (stReserved, stDispatching)
-	changed  chan struct{}   // closed at the next change, when someone waits
 }
 
 func (e *entry[T]) c() *Coordinator[T] { return e.owner }

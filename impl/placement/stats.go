@@ -112,15 +112,15 @@ func (c *Coordinator[T]) Query(key string) (Info[T], error) {
 	switch {
 	case e.removed:
 	case e.st == stReserved:
-		if e.deadline > now { // past it, the reservation has timed out
+		if e.p.deadline > now { // past it, the reservation has timed out
 			return Info[T]{State: StateReserved}, nil
 		}
 	case e.st == stDispatching, e.st == stQuarantined:
 		st := StateQuarantined // a dispatch past its deadline is quarantined
-		if e.st == stDispatching && e.deadline > now {
+		if e.st == stDispatching && e.p.deadline > now {
 			st = StateDispatching
 		}
-		return Info[T]{State: st, Target: e.target, Generation: e.tgen, Attempt: e.attempt}, nil
+		return Info[T]{State: st, Target: e.p.target, Generation: e.p.tgen, Attempt: e.p.attempt}, nil
 	}
 	return Info[T]{}, nil
 }
