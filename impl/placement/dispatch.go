@@ -113,7 +113,7 @@ func (r *Reservation[T]) BeginDispatch(target T, generation uint64) (*Dispatch[T
 
 func (c *Coordinator[T]) dispatchLocked(e *entry[T], r *Reservation[T], target T, slot *targetSlot, gen uint64, now int64) *Dispatch[T] {
 	d := &Dispatch[T]{c: c, e: e, r: r, attempt: c.attempts.Add(1), target: target, gen: gen}
-	e.st, e.p.guard = stDispatching, d
+	e.st = stDispatching
 	e.p.attempt, e.p.target, e.p.slot, e.p.tgen = d.attempt, target, slot, gen
 	e.p.deadline = now + c.initTimeout
 	e.notifyLocked()
@@ -224,7 +224,7 @@ func (d *Dispatch[T]) Complete(o Outcome) (Lease[T], error) {
 			c.stats.resolutions.Add(1)
 		}
 	case o == DefinitelyNotAccepted && !late:
-		e.st, e.p.guard = stReserved, nil
+		e.st = stReserved
 		e.p.deadline = now + c.initTimeout
 		c.noteDeadline(e.p.deadline)
 		e.notifyLocked()

@@ -45,7 +45,8 @@
 // # Concurrency
 //
 // A hit on a live binding and Release take no lock and allocate nothing:
-// a concurrent map load, one atomic load for the generation fence and a
+// a lock-free lookup in the coordinator's bounded table (table.go), one
+// atomic load for the generation fence and a
 // compare-and-swap on the binding's word (leases, closing and dead flags,
 // and a sequence number). Every other path locks only its key's entry.
 package placement

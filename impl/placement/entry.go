@@ -36,7 +36,6 @@ type entry[T comparable] struct {
 // bound entry drops it, so a live binding carries none of these bytes.
 type pending[T comparable] struct {
 	resv     *Reservation[T] // the initializer (stReserved, stDispatching)
-	guard    *Dispatch[T]    // the dispatch guard (stDispatching, stQuarantined)
 	attempt  uint64          // the attempt in flight or quarantined
 	target   T               // its target
 	slot     *targetSlot     // its target's catalog slot

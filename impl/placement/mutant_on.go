@@ -8,10 +8,4 @@ import "os"
 // PLACEMENT_MUTANT. This file is compiled only with -tags placement_mutants.
 var activeMutant = os.Getenv("PLACEMENT_MUTANT")
 
-// Mutants lists the deliberately broken variants the bug zoo knows.
-var Mutants = []string{
-	"ReplaysQuarantine", "AcceptsStaleAttempt", "IgnoresGenerationFence", "DoubleDecrementsLease",
-	"ExpiresLeased", "ClosesWhileLeased", "LosesWakeup", "CapacityOffByOne", "ResolveIgnoresGeneration",
-}
-
 func mutant(name string) bool { return activeMutant == name }

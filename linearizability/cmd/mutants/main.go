@@ -17,7 +17,8 @@ import (
 	"time"
 )
 
-// The variants, as impl/placement/mutant_on.go names them.
+// The variants, as the mutant("…") hooks in impl/placement name them;
+// checkVariants fails the run when the two lists differ.
 var variants = []struct{ name, doc string }{
 	{"ReplaysQuarantine", "a quarantined key is reserved again (its attempt replayed)"},
 	{"AcceptsStaleAttempt", "a fenced Accepted completion is applied"},
@@ -42,6 +43,10 @@ func main() {
 }
 
 func run() int {
+	if err := checkVariants(); err != nil {
+		fmt.Fprintln(os.Stderr, "mutants:", err)
+		return 2
+	}
 	dir, err := os.MkdirTemp("", "placement-mutants")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -121,4 +126,42 @@ func runChecker(bin, dir, reports, variant, test string) (ok bool, took time.Dur
 		detail = detail[:90] + "…"
 	}
 	return false, took, detail
+}
+
+var hook = regexp.MustCompile(`mutant\("(\w+)"\)`)
+
+// checkVariants compares the variants table with the mutant("…") hooks in
+// impl/placement, so a hook without a row (never run) or a row without a
+// hook (a variant that no longer exists) fails the run.
+func checkVariants() error {
+	files, err := filepath.Glob("impl/placement/*.go")
+	if err != nil || len(files) == 0 {
+		return fmt.Errorf("no impl/placement sources found (run from the repository root): %v", err)
+	}
+	hooks := map[string]bool{}
+	for _, f := range files {
+		if strings.HasSuffix(f, "_test.go") {
+			continue
+		}
+		b, err := os.ReadFile(f)
+		if err != nil {
+			return err
+		}
+		for _, m := range hook.FindAllStringSubmatch(string(b), -1) {
+			hooks[m[1]] = true
+		}
+	}
+	rows := map[string]bool{}
+	for _, v := range variants {
+		rows[v.name] = true
+		if !hooks[v.name] {
+			return fmt.Errorf("variant %s has no mutant(%q) hook in impl/placement", v.name, v.name)
+		}
+	}
+	for h := range hooks {
+		if !rows[h] {
+			return fmt.Errorf("impl/placement has a mutant(%q) hook that the bug zoo never runs", h)
+		}
+	}
+	return nil
 }
