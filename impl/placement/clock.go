@@ -7,16 +7,6 @@ import (
 	"time"
 )
 
-// clock is the coordinator's time source, in nanoseconds.
-type clock interface {
-	now() int64
-}
-
-// runtimeClock reads the runtime's monotonic clock.
-type runtimeClock struct{ epoch time.Time }
-
-func (c runtimeClock) now() int64 { return int64(time.Since(c.epoch)) }
-
 // ManualClock is a clock a simulation host drives. Coordinators that use it
 // run no reaper goroutine: each Advance reclaims expired entries and times
 // out initializations synchronously, before it returns.

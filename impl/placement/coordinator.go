@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"math"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -17,7 +16,7 @@ type Coordinator[T comparable] struct {
 	cfg         Config
 	ttl         int64
 	initTimeout int64
-	clk         clock
+	epoch       time.Time // the runtime clock's zero, when manual is nil
 	manual      *ManualClock
 	sub         *manualSub
 
@@ -25,7 +24,7 @@ type Coordinator[T comparable] struct {
 	live     atomic.Int64
 	attempts atomic.Uint64
 	catalog  catalog[T]
-	leases   sync.Pool // *leaseSlot
+	leases   sync.Pool // *leaseSlot, for leases taken while a cell is busy
 
 	// nextExpiry is at most the earliest idle or reservation deadline, so
 	// the capacity path sweeps only when something may have expired. Every
@@ -64,10 +63,11 @@ func New[T comparable](cfg Config) (*Coordinator[T], error) {
 		done:        make(chan struct{}),
 		table:       newTable[T](v.MaxEntries),
 	}
-	c.leases.New = func() any { return new(leaseSlot) }
+	var stripes atomic.Uint64
+	c.leases.New = func() any { return &leaseSlot{stripe: stripes.Add(1) % uint64(len(c.stats.sharedHits))} }
 	c.nextExpiry.Store(math.MaxInt64)
 	if v.Clock != nil {
-		c.manual, c.clk = v.Clock, v.Clock
+		c.manual = v.Clock
 		sub, err := v.Clock.attach(max(c.ttl, c.initTimeout), c.sweep)
 		if err != nil {
 			return nil, err
@@ -75,7 +75,7 @@ func New[T comparable](cfg Config) (*Coordinator[T], error) {
 		c.sub = sub
 		return c, nil
 	}
-	c.clk = runtimeClock{epoch: time.Now()}
+	c.epoch = time.Now()
 	cadence := min(v.IdleTTL, v.InitTimeout, 30*time.Second)
 	c.reaper.Add(1)
 	go c.runReaper(cadence)
@@ -97,7 +97,14 @@ func (c *Coordinator[T]) Close() error {
 	return nil
 }
 
-func (c *Coordinator[T]) now() int64 { return c.clk.now() }
+// now reads the coordinator's clock: the manual clock, or the runtime's
+// monotonic clock since New.
+func (c *Coordinator[T]) now() int64 {
+	if c.manual != nil {
+		return c.manual.now()
+	}
+	return int64(time.Since(c.epoch))
+}
 
 func (c *Coordinator[T]) checkKey(key string) error {
 	if len(key) == 0 {
@@ -169,15 +176,17 @@ func (c *Coordinator[T]) tryHit(key string) (Lease[T], bool) {
 		if w&deadBit != 0 || leases(w) == MaxLeases || (leases(w) == 0 && b.deadline.Load() <= c.now()) {
 			return Lease[T]{}, false
 		}
-		if b.word.CompareAndSwap(w, w+1+seqUnit) {
-			return c.newLease(b), true
+		if l, ok := c.take(b, w); ok {
+			return l, true
 		}
 	}
 }
 
 func (c *Coordinator[T]) entryFor(key string) *entry[T] {
 	return c.table.loadOrStore(key, func(h uint64) *entry[T] {
-		return &entry[T]{owner: c, key: strings.Clone(key), hash: h}
+		e := newEntry[T](key)
+		e.owner, e.hash = c, h
+		return e
 	})
 }
 
@@ -212,12 +221,12 @@ func (c *Coordinator[T]) acquireSlow(ctx context.Context, key string, wait bool)
 						e.mu.Unlock()
 						return Acquisition[T]{}, ErrTooManyLeases
 					}
-					if !b.word.CompareAndSwap(w, w+1+seqUnit) {
-						e.mu.Unlock() // a lease changed meanwhile: look again
-						continue
-					}
+					l, ok := c.take(b, w)
 					e.mu.Unlock()
-					return Acquisition[T]{Lease: c.newLease(b)}, nil
+					if !ok {
+						continue // a lease changed meanwhile: look again
+					}
+					return Acquisition[T]{Lease: l}, nil
 				}
 				if w&deadBit == 0 && !b.killIfExpired(now) {
 					e.mu.Unlock() // a lease came or went: look again
@@ -565,7 +574,13 @@ func (c *Coordinator[T]) Resolve(key string, attempt, generation uint64, res Res
 // bindLocked commits the entry's attempt as a binding holding n leases, at
 // time now (the operation's one reading of the clock).
 func (c *Coordinator[T]) bindLocked(e *entry[T], n uint64, now int64) *binding[T] {
-	b := &binding[T]{e: e, target: e.p.target, slot: e.p.slot, gen: e.p.tgen, version: e.p.attempt}
+	var b *binding[T]
+	if !e.firstUsed {
+		e.firstUsed, b = true, &e.first
+	} else {
+		b = new(binding[T])
+	}
+	b.e, b.target, b.slot, b.gen, b.version = e, e.p.target, e.p.slot, e.p.tgen, e.p.attempt
 	b.word.Store(n)
 	d := now + c.ttl
 	b.deadline.Store(d)

@@ -46,7 +46,9 @@
 //
 // A hit on a live binding and Release take no lock and allocate nothing:
 // a lock-free lookup in the coordinator's bounded table (table.go), one
-// atomic load for the generation fence and a
-// compare-and-swap on the binding's word (leases, closing and dead flags,
-// and a sequence number). Every other path locks only its key's entry.
+// atomic load for the generation fence and one compare-and-swap each on the
+// binding's word (leases, closing and dead flags, and the lease cell that
+// makes a session's lease single-use; see entry.go). The entry holds its
+// key's bytes and its first binding in one allocation. Every other path
+// locks only its key's entry.
 package placement

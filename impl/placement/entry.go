@@ -1,8 +1,10 @@
 package placement
 
 import (
+	"strings"
 	"sync"
 	"sync/atomic"
+	"unsafe"
 )
 
 // entryState is a key's state, named as in spec/tla/Placement.tla.
@@ -18,18 +20,25 @@ const (
 
 // entry is one key's slot in the table. Its cold-path fields are guarded by
 // mu (a per-key lock); a Bound entry's binding is reached lock-free.
+//
+// The entry's first binding lives inside it (first), so a hit reads one
+// object, not two. A binding is never reused: a key that binds again in
+// place (after expiry or a generation change) allocates its next binding,
+// because leases on the first may still be outstanding.
 type entry[T comparable] struct {
-	owner *Coordinator[T]
-	key   string
 	hash  uint64                     // the table's hash of key
+	key   string                     // a private copy of the key
 	next  atomic.Pointer[entry[T]]   // the table's chain (immutable once unlinked)
 	bound atomic.Pointer[binding[T]] // the binding while stBound, else nil
+	first binding[T]                 // the first binding (see above)
+	owner *Coordinator[T]
 
-	mu      sync.Mutex
-	st      entryState
-	removed bool          // detached from the table; callers retry
-	p       *pending[T]   // while reserved, dispatching or quarantined; nil otherwise
-	changed chan struct{} // closed at the next change, when someone waits
+	mu        sync.Mutex
+	st        entryState
+	removed   bool          // detached from the table; callers retry
+	firstUsed bool          // first has been bound (guarded by mu)
+	p         *pending[T]   // while reserved, dispatching or quarantined; nil otherwise
+	changed   chan struct{} // closed at the next change, when someone waits
 }
 
 // pending is what a key holds while it is initialized or quarantined. A
@@ -44,6 +53,40 @@ type pending[T comparable] struct {
 }
 
 func (e *entry[T]) c() *Coordinator[T] { return e.owner }
+
+// keyed is an entry allocated with room for its key's bytes (B is a byte
+// array), so a lookup finds the key it compares beside the entry's other
+// fields, not in a separate allocation.
+type keyed[T comparable, B any] struct {
+	e   entry[T]
+	buf B
+}
+
+// newEntry returns an entry holding a private copy of key: in the entry's
+// own allocation for keys up to 64 bytes, else in a copy of its own.
+func newEntry[T comparable](key string) *entry[T] {
+	switch n := len(key); {
+	case n <= 16:
+		return inlineKey[T, [16]byte](key)
+	case n <= 32:
+		return inlineKey[T, [32]byte](key)
+	case n <= 48:
+		return inlineKey[T, [48]byte](key)
+	case n <= 64:
+		return inlineKey[T, [64]byte](key)
+	}
+	return &entry[T]{key: strings.Clone(key)}
+}
+
+func inlineKey[T comparable, B any](key string) *entry[T] {
+	x := new(keyed[T, B])
+	buf := unsafe.Slice((*byte)(unsafe.Pointer(&x.buf)), unsafe.Sizeof(x.buf))
+	n := copy(buf, key)
+	// The bytes are never written again, so the string is immutable as Go
+	// requires; it keeps the whole allocation (entry and key) alive.
+	x.e.key = unsafe.String(&buf[0], n)
+	return &x.e
+}
 
 // notifyLocked wakes every waiter: the key changed.
 func (e *entry[T]) notifyLocked() {
@@ -60,15 +103,28 @@ func (e *entry[T]) waitChanLocked() chan struct{} {
 	return e.changed
 }
 
-// The binding word packs the lease count, the closing and dead flags and a
-// sequence number bumped by every hit: it counts the binding's hits, and a
-// compare-and-swap that expires an idle binding fails if any lease came
-// (and went) meanwhile.
+// The binding word packs the lease count, the closing and dead flags, and
+// the binding's lease cell: a lease taken while the cell is free owns it
+// (the cell bit), and is named by the cell epoch, which every such take
+// bumps. Most sessions hold one lease at a time, so a hit and its release
+// are one compare-and-swap each: the release checks that its lease still
+// owns the cell (else the lease was already ended: ErrUsed) and frees the
+// cell in the same step as the count. A lease taken while the cell is busy
+// (concurrent requests on one session) is made single-use by a pooled slot
+// instead.
+//
+// The epoch also counts the binding's cell hits, and it makes a
+// compare-and-swap that expires an idle binding fail if any lease came (and
+// went) meanwhile: at zero leases the cell is free, so the next lease bumps
+// the epoch.
 const (
-	leaseMask  = 1<<24 - 1
-	closingBit = 1 << 24
-	deadBit    = 1 << 25
-	seqUnit    = 1 << 26
+	leaseBits  = 20
+	leaseMask  = 1<<leaseBits - 1
+	closingBit = 1 << leaseBits
+	deadBit    = 1 << (leaseBits + 1)
+	cellBit    = 1 << (leaseBits + 2)
+	epochShift = leaseBits + 3
+	epochUnit  = 1 << epochShift
 )
 
 // MaxLeases is the most concurrent leases one binding holds.
@@ -77,19 +133,23 @@ const MaxLeases = leaseMask
 // binding is one committed placement (a binding version). Target, generation
 // and version never change; leases and the idle deadline are atomics.
 type binding[T comparable] struct {
-	e        *entry[T]
-	target   T
-	slot     *targetSlot
-	gen      uint64
-	version  uint64
 	word     atomic.Uint64
 	deadline atomic.Int64
+	slot     *targetSlot
+	gen      uint64
+	e        *entry[T]
+	version  uint64
+	target   T
 }
 
 func leases(w uint64) uint64 { return w & leaseMask }
 
-// hitsOf is the number of hits a binding word records.
-func hitsOf(w uint64) int64 { return int64(w / seqUnit) }
+// hitsOf is the number of cell hits a binding word records (hits that found
+// the cell busy are counted apart, in counters.sharedHits).
+func hitsOf(w uint64) int64 { return int64(w >> epochShift) }
+
+// ownsCell reports whether the lease with cell ticket t still owns the cell.
+func ownsCell(w, t uint64) bool { return w&cellBit != 0 && w>>epochShift == t }
 
 // stale reports whether the target's generation moved on.
 func (b *binding[T]) stale() bool { return b.slot.gen.Load() != b.gen }

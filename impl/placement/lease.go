@@ -2,23 +2,48 @@ package placement
 
 import "sync/atomic"
 
-// leaseSlot makes a lease single-use: ending a lease advances seq, so a
-// second use of the same Lease value (or a copy) fails. Slots are pooled.
-type leaseSlot struct{ seq atomic.Uint64 }
+// leaseSlot makes a lease that does not own its binding's lease cell
+// single-use: ending the lease advances seq, so a second use of the same
+// Lease value (or a copy) fails. Slots are pooled.
+type leaseSlot struct {
+	seq    atomic.Uint64
+	stripe uint64 // which sharedHits counter this slot's hits go to
+}
 
 // Lease is one request's hold on a binding version. It keeps the binding
 // alive (it cannot expire while leased) and must be ended exactly once with
 // Release, Abandon, Invalidate or Close; a second end returns ErrUsed.
 // Leases are values: taking and releasing one allocates nothing.
 type Lease[T comparable] struct {
-	b   *binding[T]
-	s   *leaseSlot
-	seq uint64
+	b *binding[T]
+	s *leaseSlot // nil when the lease owns the binding's cell
+	t uint64     // the cell epoch it owns, or the slot's sequence
 }
 
+// take adds a lease to b, whose word was w: it owns the cell if the cell is
+// free, else it gets a pooled slot. It fails if w changed meanwhile.
+func (c *Coordinator[T]) take(b *binding[T], w uint64) (Lease[T], bool) {
+	if w&cellBit == 0 {
+		n := w + 1 + cellBit + epochUnit
+		if !b.word.CompareAndSwap(w, n) {
+			return Lease[T]{}, false
+		}
+		return Lease[T]{b: b, t: n >> epochShift}, true
+	}
+	if !b.word.CompareAndSwap(w, w+1) {
+		return Lease[T]{}, false
+	}
+	l := c.newLease(b)
+	// Slots are pooled per processor, so counting on the slot's stripe
+	// keeps concurrent hits on one session off a shared counter.
+	c.stats.sharedHits[l.s.stripe].n.Add(1)
+	return l, true
+}
+
+// newLease returns a slot lease on b, whose count already includes it.
 func (c *Coordinator[T]) newLease(b *binding[T]) Lease[T] {
 	s := c.leases.Get().(*leaseSlot)
-	return Lease[T]{b: b, s: s, seq: s.seq.Load()}
+	return Lease[T]{b: b, s: s, t: s.seq.Load()}
 }
 
 // Target returns the bound target.
@@ -55,15 +80,36 @@ func (l Lease[T]) Key() string {
 }
 
 // claim marks the lease used (only the first end succeeds) and returns its
-// binding and coordinator; the caller returns the slot to the pool.
+// binding and coordinator. The lease's unit stays in the binding's count;
+// the caller ends it.
 func (l Lease[T]) claim() (*binding[T], *Coordinator[T], error) {
-	if l.b == nil {
+	b := l.b
+	if b == nil {
 		return nil, nil, ErrInvalidArgument
 	}
-	if !l.s.seq.CompareAndSwap(l.seq, l.seq+1) && !mutant("DoubleDecrementsLease") {
-		return nil, nil, ErrUsed
+	c := b.e.c()
+	if l.s != nil {
+		ok := l.s.seq.CompareAndSwap(l.t, l.t+1)
+		if !ok && !mutant("DoubleDecrementsLease") {
+			return nil, nil, ErrUsed
+		}
+		if ok {
+			c.leases.Put(l.s)
+		}
+		return b, c, nil
 	}
-	return l.b, l.b.e.c(), nil
+	for {
+		w := b.word.Load()
+		if !ownsCell(w, l.t) {
+			if mutant("DoubleDecrementsLease") {
+				return b, c, nil
+			}
+			return nil, nil, ErrUsed
+		}
+		if b.word.CompareAndSwap(w, w&^cellBit) {
+			return b, c, nil
+		}
+	}
 }
 
 // Release ends the lease: the request is done. At zero leases the binding's
@@ -76,18 +122,44 @@ func (l Lease[T]) Release() error { return l.end(true) }
 func (l Lease[T]) Abandon() error { return l.end(false) }
 
 func (l Lease[T]) end(refresh bool) error {
-	b, c, err := l.claim()
-	if err != nil {
-		return err
+	if l.s != nil || l.b == nil {
+		b, c, err := l.claim()
+		if err != nil {
+			return err
+		}
+		return c.endLease(b, refresh, 0)
 	}
-	defer c.leases.Put(l.s)
+	return l.b.e.c().endLease(l.b, refresh, l.t)
+}
+
+// endLease ends one lease on b. A lease that owns the cell (ticket cell,
+// nonzero) is checked and ended in the same compare-and-swap that frees the
+// cell; any other lease was claimed by the caller.
+func (c *Coordinator[T]) endLease(b *binding[T], refresh bool, cell uint64) error {
 	for {
 		w := b.word.Load()
-		if w&deadBit != 0 {
-			return nil // superseded
+		free := uint64(0) // the cell bit this end clears
+		if cell != 0 {
+			if !ownsCell(w, cell) {
+				if !mutant("DoubleDecrementsLease") {
+					return ErrUsed
+				}
+				cell = 0 // the bug: end some other lease's unit
+				continue
+			}
+			free = cellBit
+		}
+		if w&deadBit != 0 { // superseded: only the lease ends
+			if free == 0 || b.word.CompareAndSwap(w, w&^free) {
+				return nil
+			}
+			continue
 		}
 		n := leases(w)
 		if n == 1 && w&closingBit != 0 {
+			if free != 0 && !b.word.CompareAndSwap(w, w&^free) {
+				continue
+			}
 			c.endClosing(b)
 			return nil
 		}
@@ -96,7 +168,7 @@ func (l Lease[T]) end(refresh bool) error {
 			// binding is never expired early.
 			b.deadline.Store(c.now() + c.ttl)
 		}
-		if b.word.CompareAndSwap(w, w-1) {
+		if b.word.CompareAndSwap(w, (w-1)&^free) {
 			if n == 1 { // idle now: note its deadline (after the change)
 				c.noteDeadline(b.deadline.Load())
 			}
@@ -113,7 +185,6 @@ func (l Lease[T]) Invalidate() error {
 	if err != nil {
 		return err
 	}
-	defer c.leases.Put(l.s)
 	e := b.e
 	e.mu.Lock()
 	removed := !e.removed && e.bound.Load() == b
@@ -135,7 +206,6 @@ func (l Lease[T]) Close() error {
 	if err != nil {
 		return err
 	}
-	defer c.leases.Put(l.s)
 	for {
 		w := b.word.Load()
 		if w&deadBit != 0 {

@@ -890,3 +890,96 @@ func TestSweep_HintNotRaisedOverConcurrentNote(t *testing.T) {
 	}
 	reserve(t, c, "b") // the capacity path reclaims "a"
 }
+
+// TestLeaseCell_SingleUseAcrossCellAndSlotLeases: the first hit on an idle
+// binding owns its lease cell, a concurrent one gets a pooled slot. Each
+// ends exactly once, whatever the order and whoever owns the cell next; a
+// second end (of the lease or a copy) is ErrUsed and changes no count.
+func TestLeaseCell_SingleUseAcrossCellAndSlotLeases(t *testing.T) {
+	c, _ := manual(t)
+	must(t, bind(t, c, "s", w1).Release())
+	a := hit(t, c, "s") // owns the cell
+	b := hit(t, c, "s") // slot
+	if a.s != nil || b.s == nil {
+		t.Fatalf("cell owner %v, slot lease %v", a.s, b.s)
+	}
+	aCopy := a
+	must(t, a.Release())
+	c2 := hit(t, c, "s") // the freed cell, a new epoch
+	if c2.s != nil || c2.t == a.t {
+		t.Fatalf("second cell lease %+v after %+v", c2, a)
+	}
+	for name, end := range map[string]func() error{
+		"Release": aCopy.Release, "Abandon": aCopy.Abandon, "Close": aCopy.Close, "Invalidate": aCopy.Invalidate,
+	} {
+		if err := end(); !errors.Is(err, ErrUsed) {
+			t.Fatalf("%s of an ended cell lease: %v", name, err)
+		}
+	}
+	if i := state(t, c, "s"); i.Leases != 2 {
+		t.Fatalf("leases %d, want 2 (b and c2)", i.Leases)
+	}
+	must(t, b.Release())
+	if err := b.Release(); !errors.Is(err, ErrUsed) {
+		t.Fatalf("double release of a slot lease: %v", err)
+	}
+	must(t, c2.Release())
+	if err := c2.Abandon(); !errors.Is(err, ErrUsed) {
+		t.Fatalf("double end of the second cell lease: %v", err)
+	}
+	if i := state(t, c, "s"); i.Leases != 0 || i.State != StateBound {
+		t.Fatalf("info %+v", i)
+	}
+	if s := c.Stats(); s.Hits != 3 {
+		t.Fatalf("hits %d, want 3", s.Hits)
+	}
+}
+
+// TestLeaseCell_EndsOnSupersededBinding: a cell lease on a binding that was
+// invalidated ends once (nil), then is ErrUsed; the key's next binding is
+// untouched by it.
+func TestLeaseCell_EndsOnSupersededBinding(t *testing.T) {
+	c, _ := manual(t)
+	must(t, bind(t, c, "s", w1).Release())
+	a := hit(t, c, "s")
+	b := hit(t, c, "s")
+	must(t, b.Invalidate()) // removes the binding; a is superseded
+	l := bind(t, c, "s", w2)
+	must(t, a.Release())
+	if err := a.Release(); !errors.Is(err, ErrUsed) {
+		t.Fatalf("double release on a superseded binding: %v", err)
+	}
+	if i := state(t, c, "s"); i.Leases != 1 || i.Target != w2 {
+		t.Fatalf("info %+v", i)
+	}
+	must(t, l.Release())
+	if s := c.Stats(); s.Hits != 2 {
+		t.Fatalf("hits %d, want 2 (counted after the binding died)", s.Hits)
+	}
+}
+
+// TestLeaseCell_CloseByCellOwnerWaitsForSlotLease: the final request owns
+// the cell; Close frees the cell at once but removes the binding only when
+// the slot lease ends.
+func TestLeaseCell_CloseByCellOwnerWaitsForSlotLease(t *testing.T) {
+	c, _ := manual(t)
+	must(t, bind(t, c, "s", w1).Release())
+	a := hit(t, c, "s")
+	b := hit(t, c, "s")
+	must(t, a.Close())
+	if i := state(t, c, "s"); i.State != StateBound || i.Leases != 1 {
+		t.Fatalf("closed early: %+v", i)
+	}
+	d := hit(t, c, "s") // a closing binding still answers hits: d owns the cell
+	must(t, b.Release())
+	if i := state(t, c, "s"); i.State != StateBound {
+		t.Fatalf("removed while d holds a lease: %+v", i)
+	}
+	must(t, d.Release())
+	if i := state(t, c, "s"); i.State != StateAbsent {
+		t.Fatalf("not removed at the last lease: %+v", i)
+	}
+	if err := a.Release(); !errors.Is(err, ErrUsed) {
+		t.Fatalf("release after close: %v", err)
+	}
+}

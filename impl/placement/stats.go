@@ -8,6 +8,7 @@ import (
 // hot path: each binding's word counts its own hits, and a binding's count
 // is added to deadHits when it ends (Stats sums the live ones).
 type counters struct {
+	sharedHits     [16]paddedCounter // hits that found the lease cell busy
 	deadHits       atomic.Int64
 	reservations   atomic.Int64
 	waits          atomic.Int64
@@ -36,6 +37,9 @@ type Stats struct {
 // so it costs O(entries); call it for monitoring, not per request.
 func (c *Coordinator[T]) Stats() Stats {
 	hits := c.stats.deadHits.Load()
+	for i := range c.stats.sharedHits {
+		hits += int64(c.stats.sharedHits[i].n.Load())
+	}
 	c.table.each(func(e *entry[T]) bool {
 		if b := e.bound.Load(); b != nil {
 			if w := b.word.Load(); w&deadBit == 0 {
