@@ -65,6 +65,7 @@ func New[T comparable](cfg Config) (*Coordinator[T], error) {
 	}
 	var stripes atomic.Uint64
 	c.leases.New = func() any { return &leaseSlot{stripe: stripes.Add(1) % uint64(len(c.stats.sharedHits))} }
+	c.catalog.owner = c
 	c.nextExpiry.Store(math.MaxInt64)
 	if v.Clock != nil {
 		c.manual = v.Clock
@@ -183,9 +184,9 @@ func (c *Coordinator[T]) tryHit(key string) (Lease[T], bool) {
 }
 
 func (c *Coordinator[T]) entryFor(key string) *entry[T] {
-	return c.table.loadOrStore(key, func(h uint64) *entry[T] {
+	return c.table.loadOrStore(key, func(h uint32) *entry[T] {
 		e := newEntry[T](key)
-		e.owner, e.hash = c, h
+		e.hash = h
 		return e
 	})
 }

@@ -111,7 +111,7 @@ func (r *Reservation[T]) BeginDispatch(target T, generation uint64) (*Dispatch[T
 	return d, nil
 }
 
-func (c *Coordinator[T]) dispatchLocked(e *entry[T], r *Reservation[T], target T, slot *targetSlot, gen uint64, now int64) *Dispatch[T] {
+func (c *Coordinator[T]) dispatchLocked(e *entry[T], r *Reservation[T], target T, slot *targetSlot[T], gen uint64, now int64) *Dispatch[T] {
 	d := &Dispatch[T]{c: c, e: e, r: r, attempt: c.attempts.Add(1), target: target, gen: gen}
 	e.st = stDispatching
 	e.p.attempt, e.p.target, e.p.slot, e.p.tgen = d.attempt, target, slot, gen

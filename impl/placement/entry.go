@@ -26,19 +26,18 @@ const (
 // place (after expiry or a generation change) allocates its next binding,
 // because leases on the first may still be outstanding.
 type entry[T comparable] struct {
-	hash  uint64                     // the table's hash of key
-	key   string                     // a private copy of the key
-	next  atomic.Pointer[entry[T]]   // the table's chain (immutable once unlinked)
-	bound atomic.Pointer[binding[T]] // the binding while stBound, else nil
-	first binding[T]                 // the first binding (see above)
-	owner *Coordinator[T]
+	hash      uint32                     // the table's hash of key
+	st        entryState                 // guarded by mu, like the fields below it
+	removed   bool                       // detached from the table; callers retry
+	firstUsed bool                       // first has been bound
+	key       string                     // a private copy of the key
+	next      atomic.Pointer[entry[T]]   // the table's chain (immutable once unlinked)
+	bound     atomic.Pointer[binding[T]] // the binding while stBound, else nil
+	first     binding[T]                 // the first binding (see above)
 
-	mu        sync.Mutex
-	st        entryState
-	removed   bool          // detached from the table; callers retry
-	firstUsed bool          // first has been bound (guarded by mu)
-	p         *pending[T]   // while reserved, dispatching or quarantined; nil otherwise
-	changed   chan struct{} // closed at the next change, when someone waits
+	mu      sync.Mutex
+	p       *pending[T]   // while reserved, dispatching or quarantined; nil otherwise
+	changed chan struct{} // closed at the next change, when someone waits
 }
 
 // pending is what a key holds while it is initialized or quarantined. A
@@ -47,12 +46,10 @@ type pending[T comparable] struct {
 	resv     *Reservation[T] // the initializer (stReserved, stDispatching)
 	attempt  uint64          // the attempt in flight or quarantined
 	target   T               // its target
-	slot     *targetSlot     // its target's catalog slot
+	slot     *targetSlot[T]  // its target's catalog slot
 	tgen     uint64          // its target's generation
 	deadline int64           // initialization deadline (stReserved, stDispatching)
 }
-
-func (e *entry[T]) c() *Coordinator[T] { return e.owner }
 
 // keyed is an entry allocated with room for its key's bytes (B is a byte
 // array), so a lookup finds the key it compares beside the entry's other
@@ -135,12 +132,15 @@ const MaxLeases = leaseMask
 type binding[T comparable] struct {
 	word     atomic.Uint64
 	deadline atomic.Int64
-	slot     *targetSlot
+	slot     *targetSlot[T]
 	gen      uint64
 	e        *entry[T]
 	version  uint64
 	target   T
 }
+
+// c is the binding's coordinator.
+func (b *binding[T]) c() *Coordinator[T] { return b.slot.c }
 
 func leases(w uint64) uint64 { return w & leaseMask }
 
@@ -168,7 +168,7 @@ func (b *binding[T]) kill() bool {
 			return false
 		}
 		if b.word.CompareAndSwap(w, w|deadBit) {
-			b.e.c().stats.deadHits.Add(hitsOf(w))
+			b.c().stats.deadHits.Add(hitsOf(w))
 			return true
 		}
 	}
@@ -184,6 +184,6 @@ func (b *binding[T]) killIfExpired(now int64) bool {
 	if !b.word.CompareAndSwap(w, w|deadBit) {
 		return false
 	}
-	b.e.c().stats.deadHits.Add(hitsOf(w))
+	b.c().stats.deadHits.Add(hitsOf(w))
 	return true
 }

@@ -87,7 +87,7 @@ func (l Lease[T]) claim() (*binding[T], *Coordinator[T], error) {
 	if b == nil {
 		return nil, nil, ErrInvalidArgument
 	}
-	c := b.e.c()
+	c := b.c()
 	if l.s != nil {
 		ok := l.s.seq.CompareAndSwap(l.t, l.t+1)
 		if !ok && !mutant("DoubleDecrementsLease") {
@@ -129,7 +129,7 @@ func (l Lease[T]) end(refresh bool) error {
 		}
 		return c.endLease(b, refresh, 0)
 	}
-	return l.b.e.c().endLease(l.b, refresh, l.t)
+	return l.b.c().endLease(l.b, refresh, l.t)
 }
 
 // endLease ends one lease on b. A lease that owns the cell (ticket cell,

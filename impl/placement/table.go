@@ -24,7 +24,7 @@ const lockStripes = 4096
 // reclaims what readers no longer reach.
 type table[T comparable] struct {
 	seed    maphash.Seed
-	mask    uint64
+	mask    uint32
 	buckets []atomic.Pointer[entry[T]]
 	locks   []paddedMutex
 }
@@ -40,15 +40,17 @@ func newTable[T comparable](maxEntries int) *table[T] {
 		n = 1 << bits.Len64(uint64(maxEntries-1))
 	}
 	n = min(n, maxBuckets)
-	t := &table[T]{seed: maphash.MakeSeed(), mask: n - 1, buckets: make([]atomic.Pointer[entry[T]], n)}
+	t := &table[T]{seed: maphash.MakeSeed(), mask: uint32(n - 1), buckets: make([]atomic.Pointer[entry[T]], n)}
 	t.locks = make([]paddedMutex, min(n, lockStripes))
 	return t
 }
 
-func (t *table[T]) hash(key string) uint64 { return maphash.String(t.seed, key) }
+// hash is key's 32-bit hash: the bucket index (at most maxBuckets) and a
+// cheap filter before comparing keys.
+func (t *table[T]) hash(key string) uint32 { return uint32(maphash.String(t.seed, key)) }
 
-func (t *table[T]) lock(h uint64) *sync.Mutex {
-	return &t.locks[(h&t.mask)%uint64(len(t.locks))].Mutex
+func (t *table[T]) lock(h uint32) *sync.Mutex {
+	return &t.locks[(h&t.mask)%uint32(len(t.locks))].Mutex
 }
 
 // load returns key's entry, if linked.
@@ -63,7 +65,7 @@ func (t *table[T]) load(key string) (*entry[T], bool) {
 }
 
 // loadOrStore returns key's entry, linking fresh (built lazily) if absent.
-func (t *table[T]) loadOrStore(key string, fresh func(h uint64) *entry[T]) *entry[T] {
+func (t *table[T]) loadOrStore(key string, fresh func(h uint32) *entry[T]) *entry[T] {
 	h := t.hash(key)
 	b := &t.buckets[h&t.mask]
 	for e := b.Load(); e != nil; e = e.next.Load() {

@@ -24,8 +24,8 @@ func TestTable_ChainsUnderConcurrentUnlink(t *testing.T) {
 	for i := range keys {
 		keys[i] = fmt.Sprintf("key-%d", i)
 		k := keys[i]
-		ents[i] = tb.loadOrStore(k, func(h uint64) *entry[target] { return &entry[target]{key: k, hash: h} })
-		if again := tb.loadOrStore(k, func(uint64) *entry[target] { panic("linked twice") }); again != ents[i] {
+		ents[i] = tb.loadOrStore(k, func(h uint32) *entry[target] { return &entry[target]{key: k, hash: h} })
+		if again := tb.loadOrStore(k, func(uint32) *entry[target] { panic("linked twice") }); again != ents[i] {
 			t.Fatal("loadOrStore returned another entry for a linked key")
 		}
 	}
@@ -70,10 +70,10 @@ func TestTable_ChainsUnderConcurrentUnlink(t *testing.T) {
 // still reaches every entry after it, deterministically.
 func TestTable_ReaderOnUnlinkedEntryStillReachesTheRest(t *testing.T) {
 	tb := newTable[target](1)
-	chain := map[uint64][]*entry[target]{}
+	chain := map[uint32][]*entry[target]{}
 	for i := 0; len(chain) == 0 || maxLen(chain) < 4; i++ {
 		k := fmt.Sprintf("k%d", i)
-		e := tb.loadOrStore(k, func(h uint64) *entry[target] { return &entry[target]{key: k, hash: h} })
+		e := tb.loadOrStore(k, func(h uint32) *entry[target] { return &entry[target]{key: k, hash: h} })
 		chain[e.hash&tb.mask] = append(chain[e.hash&tb.mask], e)
 	}
 	for b, es := range chain {
@@ -103,7 +103,7 @@ func TestTable_ReaderOnUnlinkedEntryStillReachesTheRest(t *testing.T) {
 	}
 }
 
-func maxLen(m map[uint64][]*entry[target]) int {
+func maxLen(m map[uint32][]*entry[target]) int {
 	n := 0
 	for _, v := range m {
 		n = max(n, len(v))
