@@ -25,6 +25,12 @@ const (
 // object, not two. A binding is never reused: a key that binds again in
 // place (after expiry or a generation change) allocates its next binding,
 // because leases on the first may still be outstanding.
+//
+// Layout: a lookup reads the key's bytes (allocated just before the entry,
+// see keyed) and the fields up to bound; a hit then writes the first
+// binding's word and deadline, which sit at the end, more than a cache line
+// past the last field a lookup reads. So lookups of a key on one core do not
+// miss on lines another core's hits and releases keep writing.
 type entry[T comparable] struct {
 	hash      uint32                     // the table's hash of key
 	st        entryState                 // guarded by mu, like the fields below it
@@ -33,11 +39,12 @@ type entry[T comparable] struct {
 	key       string                     // a private copy of the key
 	next      atomic.Pointer[entry[T]]   // the table's chain (immutable once unlinked)
 	bound     atomic.Pointer[binding[T]] // the binding while stBound, else nil
-	first     binding[T]                 // the first binding (see above)
 
 	mu      sync.Mutex
 	p       *pending[T]   // while reserved, dispatching or quarantined; nil otherwise
 	changed chan struct{} // closed at the next change, when someone waits
+
+	first binding[T] // the first binding (see above); keep it last
 }
 
 // pending is what a key holds while it is initialized or quarantined. A
@@ -52,11 +59,11 @@ type pending[T comparable] struct {
 }
 
 // keyed is an entry allocated with room for its key's bytes (B is a byte
-// array), so a lookup finds the key it compares beside the entry's other
-// fields, not in a separate allocation.
+// array) just before it, so a lookup finds the key it compares beside the
+// entry's other lookup fields, not in a separate allocation.
 type keyed[T comparable, B any] struct {
-	e   entry[T]
 	buf B
+	e   entry[T]
 }
 
 // newEntry returns an entry holding a private copy of key: in the entry's
@@ -130,13 +137,13 @@ const MaxLeases = leaseMask
 // binding is one committed placement (a binding version). Target, generation
 // and version never change; leases and the idle deadline are atomics.
 type binding[T comparable] struct {
-	word     atomic.Uint64
-	deadline atomic.Int64
-	slot     *targetSlot[T]
-	gen      uint64
 	e        *entry[T]
 	version  uint64
 	target   T
+	slot     *targetSlot[T]
+	gen      uint64
+	word     atomic.Uint64 // written by every hit and release: keep these last
+	deadline atomic.Int64
 }
 
 // c is the binding's coordinator.
