@@ -983,3 +983,36 @@ func TestLeaseCell_CloseByCellOwnerWaitsForSlotLease(t *testing.T) {
 		t.Fatalf("release after close: %v", err)
 	}
 }
+
+// TestAcquire_TooManyLeases: a binding holds at most MaxLeases leases (the
+// count's bits in the binding word); one more is refused with
+// ErrTooManyLeases and changes nothing, and ending one makes room again.
+func TestAcquire_TooManyLeases(t *testing.T) {
+	c, _ := manual(t)
+	ls := make([]Lease[target], 0, MaxLeases)
+	ls = append(ls, bind(t, c, "s", w1))
+	for len(ls) < MaxLeases {
+		l, ok := c.tryHit("s")
+		if !ok {
+			t.Fatalf("hit %d missed", len(ls))
+		}
+		ls = append(ls, l)
+	}
+	if _, err := c.TryAcquire("s"); !errors.Is(err, ErrTooManyLeases) {
+		t.Fatalf("lease %d: %v", MaxLeases+1, err)
+	}
+	if i := state(t, c, "s"); i.Leases != MaxLeases || i.State != StateBound {
+		t.Fatalf("info %+v", i)
+	}
+	must(t, ls[1].Release()) // the cell's owner
+	must(t, hit(t, c, "s").Release())
+	for _, l := range append(ls[:1], ls[2:]...) {
+		must(t, l.Release())
+	}
+	if i := state(t, c, "s"); i.Leases != 0 || i.State != StateBound {
+		t.Fatalf("info %+v", i)
+	}
+	if s := c.Stats(); s.Hits != MaxLeases {
+		t.Fatalf("hits %d, want %d", s.Hits, MaxLeases)
+	}
+}
