@@ -36,8 +36,12 @@ type result struct {
 
 var benchLine = regexp.MustCompile(`^(Benchmark\S+?)(?:-\d+)?\s+\d+\s+(.*)$`)
 
+// parse reads go test's benchmark lines. With -count > 1 each figure is the
+// median of the runs (this VM's timings are sometimes bimodal; one slow run
+// must not decide a row); benchstat reads the raw file for the spread.
 func parse(out string) map[string]*result {
-	rs := map[string]*result{}
+	runs := map[string][]*result{}
+	var names []string
 	sc := bufio.NewScanner(strings.NewReader(out))
 	for sc.Scan() {
 		m := benchLine.FindStringSubmatch(sc.Text())
@@ -62,9 +66,39 @@ func parse(out string) map[string]*result {
 				r.metrics[f[i+1]] = v
 			}
 		}
-		rs[r.name] = r // with -count > 1 the last run wins; benchstat reads the raw file
+		if runs[r.name] == nil {
+			names = append(names, r.name)
+		}
+		runs[r.name] = append(runs[r.name], r)
+	}
+	rs := map[string]*result{}
+	for _, name := range names {
+		rs[name] = medianOf(runs[name])
 	}
 	return rs
+}
+
+// medianOf returns a result whose every figure is the median over runs.
+func medianOf(runs []*result) *result {
+	med := func(get func(*result) float64) float64 {
+		vs := make([]float64, 0, len(runs))
+		for _, r := range runs {
+			vs = append(vs, get(r))
+		}
+		sort.Float64s(vs)
+		if n := len(vs); n%2 == 0 {
+			return (vs[n/2-1] + vs[n/2]) / 2
+		}
+		return vs[len(vs)/2]
+	}
+	out := &result{name: runs[0].name, metrics: map[string]float64{}}
+	out.nsOp = med(func(r *result) float64 { return r.nsOp })
+	out.bOp = med(func(r *result) float64 { return r.bOp })
+	out.allocs = med(func(r *result) float64 { return r.allocs })
+	for k := range runs[0].metrics {
+		out.metrics[k] = med(func(r *result) float64 { return r.metrics[k] })
+	}
+	return out
 }
 
 func main() {
