@@ -120,7 +120,8 @@ func (e *entry[T]) waitChanLocked() chan struct{} {
 // The epoch also counts the binding's cell hits, and it makes a
 // compare-and-swap that expires an idle binding fail if any lease came (and
 // went) meanwhile: at zero leases the cell is free, so the next lease bumps
-// the epoch.
+// the epoch. It has 41 bits: only a lease value ended once and ended again
+// after 2^41 further cell takes on the same binding would go undetected.
 const (
 	leaseBits  = 20
 	leaseMask  = 1<<leaseBits - 1
