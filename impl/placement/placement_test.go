@@ -912,21 +912,15 @@ func TestLeaseCell_SingleUseAcrossCellAndSlotLeases(t *testing.T) {
 	for name, end := range map[string]func() error{
 		"Release": aCopy.Release, "Abandon": aCopy.Abandon, "Close": aCopy.Close, "Invalidate": aCopy.Invalidate,
 	} {
-		if err := end(); !errors.Is(err, ErrUsed) {
-			t.Fatalf("%s of an ended cell lease: %v", name, err)
-		}
+		wantUsed(t, end(), name+" of an ended cell lease")
 	}
 	if i := state(t, c, "s"); i.Leases != 2 {
 		t.Fatalf("leases %d, want 2 (b and c2)", i.Leases)
 	}
 	must(t, b.Release())
-	if err := b.Release(); !errors.Is(err, ErrUsed) {
-		t.Fatalf("double release of a slot lease: %v", err)
-	}
+	wantUsed(t, b.Release(), "double release of a slot lease")
 	must(t, c2.Release())
-	if err := c2.Abandon(); !errors.Is(err, ErrUsed) {
-		t.Fatalf("double end of the second cell lease: %v", err)
-	}
+	wantUsed(t, c2.Abandon(), "double end of the second cell lease")
 	if i := state(t, c, "s"); i.Leases != 0 || i.State != StateBound {
 		t.Fatalf("info %+v", i)
 	}
@@ -946,9 +940,7 @@ func TestLeaseCell_EndsOnSupersededBinding(t *testing.T) {
 	must(t, b.Invalidate()) // removes the binding; a is superseded
 	l := bind(t, c, "s", w2)
 	must(t, a.Release())
-	if err := a.Release(); !errors.Is(err, ErrUsed) {
-		t.Fatalf("double release on a superseded binding: %v", err)
-	}
+	wantUsed(t, a.Release(), "double release on a superseded binding")
 	if i := state(t, c, "s"); i.Leases != 1 || i.Target != w2 {
 		t.Fatalf("info %+v", i)
 	}
@@ -979,9 +971,7 @@ func TestLeaseCell_CloseByCellOwnerWaitsForSlotLease(t *testing.T) {
 	if i := state(t, c, "s"); i.State != StateAbsent {
 		t.Fatalf("not removed at the last lease: %+v", i)
 	}
-	if err := a.Release(); !errors.Is(err, ErrUsed) {
-		t.Fatalf("release after close: %v", err)
-	}
+	wantUsed(t, a.Release(), "release after close")
 }
 
 // TestAcquire_TooManyLeases: a binding holds at most MaxLeases leases (the
@@ -1014,5 +1004,13 @@ func TestAcquire_TooManyLeases(t *testing.T) {
 	}
 	if s := c.Stats(); s.Hits != MaxLeases {
 		t.Fatalf("hits %d, want %d", s.Hits, MaxLeases)
+	}
+}
+
+// wantUsed fails the test unless err is ErrUsed (what names the end).
+func wantUsed(t *testing.T, err error, what string) {
+	t.Helper()
+	if !errors.Is(err, ErrUsed) {
+		t.Fatalf("%s: %v, want ErrUsed", what, err)
 	}
 }
