@@ -896,10 +896,7 @@ func TestSweep_HintNotRaisedOverConcurrentNote(t *testing.T) {
 // ends exactly once, whatever the order and whoever owns the cell next; a
 // second end (of the lease or a copy) is ErrUsed and changes no count.
 func TestLeaseCell_SingleUseAcrossCellAndSlotLeases(t *testing.T) {
-	c, _ := manual(t)
-	must(t, bind(t, c, "s", w1).Release())
-	a := hit(t, c, "s") // owns the cell
-	b := hit(t, c, "s") // slot
+	c, a, b := cellAndSlot(t)
 	if a.s != nil || b.s == nil {
 		t.Fatalf("cell owner %v, slot lease %v", a.s, b.s)
 	}
@@ -924,19 +921,14 @@ func TestLeaseCell_SingleUseAcrossCellAndSlotLeases(t *testing.T) {
 	if i := state(t, c, "s"); i.Leases != 0 || i.State != StateBound {
 		t.Fatalf("info %+v", i)
 	}
-	if s := c.Stats(); s.Hits != 3 {
-		t.Fatalf("hits %d, want 3", s.Hits)
-	}
+	wantHits(t, c, 3)
 }
 
 // TestLeaseCell_EndsOnSupersededBinding: a cell lease on a binding that was
 // invalidated ends once (nil), then is ErrUsed; the key's next binding is
 // untouched by it.
 func TestLeaseCell_EndsOnSupersededBinding(t *testing.T) {
-	c, _ := manual(t)
-	must(t, bind(t, c, "s", w1).Release())
-	a := hit(t, c, "s")
-	b := hit(t, c, "s")
+	c, a, b := cellAndSlot(t)
 	must(t, b.Invalidate()) // removes the binding; a is superseded
 	l := bind(t, c, "s", w2)
 	must(t, a.Release())
@@ -945,19 +937,14 @@ func TestLeaseCell_EndsOnSupersededBinding(t *testing.T) {
 		t.Fatalf("info %+v", i)
 	}
 	must(t, l.Release())
-	if s := c.Stats(); s.Hits != 2 {
-		t.Fatalf("hits %d, want 2 (counted after the binding died)", s.Hits)
-	}
+	wantHits(t, c, 2)
 }
 
 // TestLeaseCell_CloseByCellOwnerWaitsForSlotLease: the final request owns
 // the cell; Close frees the cell at once but removes the binding only when
 // the slot lease ends.
 func TestLeaseCell_CloseByCellOwnerWaitsForSlotLease(t *testing.T) {
-	c, _ := manual(t)
-	must(t, bind(t, c, "s", w1).Release())
-	a := hit(t, c, "s")
-	b := hit(t, c, "s")
+	c, a, b := cellAndSlot(t)
 	must(t, a.Close())
 	if i := state(t, c, "s"); i.State != StateBound || i.Leases != 1 {
 		t.Fatalf("closed early: %+v", i)
@@ -1002,9 +989,7 @@ func TestAcquire_TooManyLeases(t *testing.T) {
 	if i := state(t, c, "s"); i.Leases != 0 || i.State != StateBound {
 		t.Fatalf("info %+v", i)
 	}
-	if s := c.Stats(); s.Hits != MaxLeases {
-		t.Fatalf("hits %d, want %d", s.Hits, MaxLeases)
-	}
+	wantHits(t, c, MaxLeases)
 }
 
 // wantUsed fails the test unless err is ErrUsed (what names the end).
@@ -1012,5 +997,22 @@ func wantUsed(t *testing.T, err error, what string) {
 	t.Helper()
 	if !errors.Is(err, ErrUsed) {
 		t.Fatalf("%s: %v, want ErrUsed", what, err)
+	}
+}
+
+// cellAndSlot binds "s" and takes two leases on it: the first owns the
+// binding's lease cell, the second gets a pooled slot.
+func cellAndSlot(t *testing.T) (*Coordinator[target], Lease[target], Lease[target]) {
+	c, _ := manual(t)
+	must(t, bind(t, c, "s", w1).Release())
+	return c, hit(t, c, "s"), hit(t, c, "s")
+}
+
+// wantHits fails the test unless Stats counts n hits, live bindings' and
+// dead ones' alike.
+func wantHits(t *testing.T, c *Coordinator[target], n int64) {
+	t.Helper()
+	if s := c.Stats(); s.Hits != n {
+		t.Fatalf("hits %d, want %d", s.Hits, n)
 	}
 }
