@@ -59,6 +59,17 @@ func populate[L any](p Placer[L], ks []string) {
 	}
 }
 
+// live binds n keys in p and returns fresh copies of them for lookups
+// (requestKeys) with a visiting order, after collecting the setup's garbage
+// so the timed loop does not pay for it.
+func live[L any](p Placer[L], n int) ([]string, []int32) {
+	ks := keys(n)
+	populate(p, ks)
+	ks, ord := requestKeys(ks), order(n, 1<<16)
+	runtime.GC()
+	return ks, ord
+}
+
 // order is a fixed pseudo-random visiting order (so large tables are not
 // walked in insertion order, which would flatter caches).
 func order(n, m int) []int32 {
@@ -76,11 +87,7 @@ func newContender[L any](name string, mk func(n int) Placer[L]) contender {
 		hot: func(b *testing.B, n int, mode string) {
 			p := mk(n + 16)
 			defer p.Close()
-			ks := keys(n)
-			populate(p, ks)
-			ks = requestKeys(ks)
-			ord := order(n, 1<<16)
-			runtime.GC()
+			ks, ord := live(p, n)
 			b.ReportAllocs()
 			b.ResetTimer()
 			switch mode {
@@ -268,10 +275,7 @@ func BenchmarkReaper(b *testing.B) {
 		b.Run(fmt.Sprintf("n=%d/%s", n, name), func(b *testing.B) {
 			p := NewCoordinator(n + 16)
 			defer p.Close()
-			ks := keys(n)
-			populate(p, ks)
-			ks = requestKeys(ks)
-			ord := order(n, 1<<16)
+			ks, ord := live(p, n)
 			stop := make(chan struct{})
 			var wg sync.WaitGroup
 			var sweeps atomic.Int64

@@ -4,13 +4,13 @@ package placement
 
 import "unsafe"
 
-// keyEqual reports a == b for strings of equal length. Keys of 8 to 32
-// bytes (most session ids: a UUID without dashes, a short prefix and a
-// number) are compared inline as overlapping words, so the lookup makes no
-// call to compare them; other lengths use ==.
+// keyEqual reports a == b. Keys of 8 to 32 bytes (most session ids: a UUID
+// without dashes, a short prefix and a number) are compared inline as
+// overlapping words, so the lookup makes no call to compare them; other
+// lengths use ==.
 func keyEqual(a, b string) bool {
 	n := len(a)
-	if uint(n-8) > 24 {
+	if n != len(b) || uint(n-8) > 24 {
 		return a == b
 	}
 	pa, pb := unsafe.Pointer(unsafe.StringData(a)), unsafe.Pointer(unsafe.StringData(b))

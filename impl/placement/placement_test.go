@@ -137,22 +137,14 @@ func TestAcquire_BoundHitTakesLease(t *testing.T) {
 func TestAcquire_WaitsForInitializerAndWakes(t *testing.T) {
 	c, _ := manual(t)
 	r := reserve(t, c, "s")
-	got := make(chan Acquisition[target], 1)
-	go func() {
-		a, err := c.Acquire(context.Background(), "s")
-		if err != nil {
-			t.Error(err)
-		}
-		got <- a
-	}()
-	for c.Stats().Waits == 0 {
-		time.Sleep(time.Millisecond)
-	}
+	got := waiter(c, "s")
 	d, err := r.BeginDispatch(w2, 1)
 	must(t, err)
 	l, err := d.Complete(Accepted)
 	must(t, err)
-	a := <-got
+	w := <-got
+	must(t, w.err)
+	a := w.a
 	if !a.Hit() || a.Lease.Target() != w2 {
 		t.Fatal("waiter did not get the binding")
 	}
@@ -174,17 +166,10 @@ func TestAcquire_WaitCancelledByContext(t *testing.T) {
 func TestCancel_WaiterBecomesInitializer(t *testing.T) {
 	c, _ := manual(t)
 	r := reserve(t, c, "s")
-	got := make(chan Acquisition[target], 1)
-	go func() {
-		a, _ := c.Acquire(context.Background(), "s")
-		got <- a
-	}()
-	for c.Stats().Waits == 0 {
-		time.Sleep(time.Millisecond)
-	}
+	got := waiter(c, "s")
 	must(t, r.Cancel())
-	if a := <-got; a.Reservation == nil {
-		t.Fatal("the waiter did not become the next initializer")
+	if w := <-got; w.a.Reservation == nil {
+		t.Fatalf("the waiter did not become the next initializer (err %v)", w.err)
 	}
 	if err := r.Cancel(); !errors.Is(err, ErrReservationLost) {
 		t.Fatalf("second cancel: %v", err)
@@ -626,17 +611,10 @@ func TestKeys_Validated(t *testing.T) {
 func TestClose_WakesWaitersAndRefuses(t *testing.T) {
 	c, _ := manual(t)
 	reserve(t, c, "s")
-	errs := make(chan error, 1)
-	go func() {
-		_, err := c.Acquire(context.Background(), "s")
-		errs <- err
-	}()
-	for c.Stats().Waits == 0 {
-		time.Sleep(time.Millisecond)
-	}
+	got := waiter(c, "s")
 	must(t, c.Close())
-	if err := <-errs; !errors.Is(err, ErrClosed) {
-		t.Fatalf("waiter: %v", err)
+	if w := <-got; !errors.Is(w.err, ErrClosed) {
+		t.Fatalf("waiter: %v", w.err)
 	}
 	if _, err := c.TryAcquire("t"); !errors.Is(err, ErrClosed) {
 		t.Fatalf("after close: %v", err)
@@ -1015,4 +993,25 @@ func wantHits(t *testing.T, c *Coordinator[target], n int64) {
 	if s := c.Stats(); s.Hits != n {
 		t.Fatalf("hits %d, want %d", s.Hits, n)
 	}
+}
+
+// waited is what a waiter's Acquire returned.
+type waited struct {
+	a   Acquisition[target]
+	err error
+}
+
+// waiter starts Acquire(key) in a goroutine and returns once it waits (the
+// key is being initialized); its answer arrives on the channel.
+func waiter(c *Coordinator[target], key string) <-chan waited {
+	before := c.Stats().Waits
+	got := make(chan waited, 1)
+	go func() {
+		a, err := c.Acquire(context.Background(), key)
+		got <- waited{a, err}
+	}()
+	for c.Stats().Waits == before {
+		time.Sleep(time.Millisecond)
+	}
+	return got
 }

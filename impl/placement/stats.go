@@ -4,9 +4,11 @@ import (
 	"sync/atomic"
 )
 
-// counters are the coordinator's statistics. Hits are not counted on the
-// hot path: each binding's word counts its own hits, and a binding's count
-// is added to deadHits when it ends (Stats sums the live ones).
+// counters are the coordinator's statistics. Hits are not counted on a
+// shared counter on the hot path: a binding's word counts the hits that took
+// its lease cell, and that count is added to deadHits when the binding ends
+// (Stats sums the live ones); hits that found the cell busy go to
+// sharedHits, striped by lease slot.
 type counters struct {
 	sharedHits     [16]paddedCounter // hits that found the lease cell busy
 	deadHits       atomic.Int64

@@ -57,7 +57,7 @@ func (t *table[T]) lock(h uint32) *sync.Mutex {
 func (t *table[T]) load(key string) (*entry[T], bool) {
 	h := t.hash(key)
 	for e := t.buckets[h&t.mask].Load(); e != nil; e = e.next.Load() {
-		if e.hash == h && len(e.key) == len(key) && keyEqual(e.key, key) {
+		if e.hash == h && keyEqual(e.key, key) {
 			return e, true
 		}
 	}
@@ -69,7 +69,7 @@ func (t *table[T]) loadOrStore(key string, fresh func(h uint32) *entry[T]) *entr
 	h := t.hash(key)
 	b := &t.buckets[h&t.mask]
 	for e := b.Load(); e != nil; e = e.next.Load() {
-		if e.hash == h && len(e.key) == len(key) && keyEqual(e.key, key) {
+		if e.hash == h && keyEqual(e.key, key) {
 			return e
 		}
 	}
@@ -77,7 +77,7 @@ func (t *table[T]) loadOrStore(key string, fresh func(h uint32) *entry[T]) *entr
 	mu.Lock()
 	defer mu.Unlock()
 	for e := b.Load(); e != nil; e = e.next.Load() {
-		if e.hash == h && len(e.key) == len(key) && keyEqual(e.key, key) {
+		if e.hash == h && keyEqual(e.key, key) {
 			return e
 		}
 	}

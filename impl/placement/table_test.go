@@ -149,7 +149,8 @@ func BenchmarkTableLookup(b *testing.B) {
 }
 
 // TestKeyEqual: keyEqual agrees with == for every length up to 70 bytes, on
-// equal keys and on keys that differ in any one byte.
+// equal keys, on keys that differ in any one byte, and on a key against its
+// prefixes.
 func TestKeyEqual(t *testing.T) {
 	for n := 0; n <= 70; n++ {
 		a := make([]byte, n)
@@ -164,6 +165,11 @@ func TestKeyEqual(t *testing.T) {
 			b[p] ^= 0x20
 			if keyEqual(string(a), string(b)) {
 				t.Fatalf("len %d: keys differing at byte %d compare equal", n, p)
+			}
+		}
+		for m := 0; m < n; m++ {
+			if keyEqual(string(a), string(a[:m])) || keyEqual(string(a[:m]), string(a)) {
+				t.Fatalf("len %d: equal to its %d-byte prefix", n, m)
 			}
 		}
 	}
