@@ -44,6 +44,35 @@ func (c *ManualClock) Advance(to time.Duration) error {
 	return c.advanceLocked(int64(to))
 }
 
+// Set moves the clock to the absolute time to, as Advance does, but
+// reclaims nothing: expired bindings and timed-out initializations stay in
+// the table until an operation on the key applies its deadline (every
+// operation does, lazily), a full table's capacity path sweeps, or Reclaim
+// runs. That is how the runtime clock moves between two reaper ticks; a
+// simulation host uses Set to reproduce it. It is refused like Advance.
+func (c *ManualClock) Set(to time.Duration) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if err := c.check(int64(to)); err != nil {
+		return err
+	}
+	c.t.Store(int64(to))
+	return nil
+}
+
+// Reclaim runs, at the current time, the sweep that Advance runs after it
+// moves the clock: in every attached coordinator, idle bindings past their
+// deadline expire, stale ones are dropped and initializations past theirs
+// time out (a reaper tick).
+func (c *ManualClock) Reclaim() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	now := c.t.Load()
+	for s := range c.subs {
+		s.sweep(now)
+	}
+}
+
 // AdvanceBy moves the clock forward by d (see Advance), atomically: two
 // concurrent AdvanceBy calls both take effect.
 func (c *ManualClock) AdvanceBy(d time.Duration) error {
@@ -59,7 +88,9 @@ func (c *ManualClock) AdvanceBy(d time.Duration) error {
 	return c.advanceLocked(now + int64(d))
 }
 
-func (c *ManualClock) advanceLocked(to int64) error {
+// check refuses a move to to that goes backwards or makes a deadline
+// overflow.
+func (c *ManualClock) check(to int64) error {
 	now := c.t.Load()
 	if to < now {
 		return &ClockError{Now: now, To: to, Reason: "time would go backwards"}
@@ -67,7 +98,14 @@ func (c *ManualClock) advanceLocked(to int64) error {
 	if to > math.MaxInt64-c.span {
 		return &ClockError{Now: now, To: to, Reason: "a deadline at this time would overflow"}
 	}
-	if to == now {
+	return nil
+}
+
+func (c *ManualClock) advanceLocked(to int64) error {
+	if err := c.check(to); err != nil {
+		return err
+	}
+	if to == c.t.Load() {
 		return nil
 	}
 	c.t.Store(to)

@@ -35,9 +35,10 @@ type Config struct {
 	// background reaper), or a *ManualClock a simulation host advances
 	// (no reaper goroutine; Advance reclaims).
 	Clock *ManualClock
-	// Observer, if set, is called after state changes on the cold paths
-	// (never on a hit or a release that keeps the binding). It must not
-	// block or call back into the coordinator.
+	// Observer, if set, is called on every state change of the cold paths
+	// (never on a hit or a release that keeps the binding), while the key's
+	// entry is locked, so each key's events arrive in order (see Event). It
+	// must not block or call back into the coordinator.
 	Observer func(Event)
 }
 
@@ -87,10 +88,21 @@ func (k EventKind) String() string {
 	return "EventKind(?)"
 }
 
-// Event is an observable state change.
+// Event is an observable state change of one key.
+//
+// The Observer receives one key's events in the order the changes happened
+// (it is called while that key's entry is locked). Events of different keys
+// may reach it concurrently, from different goroutines; Seq orders all of
+// a coordinator's events: a consumer that queues them elsewhere can restore
+// the order by Seq.
 type Event struct {
-	Kind       EventKind
-	Key        string
+	Kind EventKind
+	Key  string
+	// Attempt and Generation: the attempt (Committed, RolledBack,
+	// Quarantined, Resolved) or the binding version (Expired, and Removed
+	// when a binding ends), with its target's generation.
 	Attempt    uint64
 	Generation uint64
+	// Seq is the event's place in the coordinator's sequence (1, 2, ...).
+	Seq uint64
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -35,6 +36,7 @@ type Coordinator[T comparable] struct {
 	notes      [16]paddedCounter
 	sweptEpoch atomic.Uint64
 
+	eventSeq  atomic.Uint64 // the last Event.Seq handed out
 	closed    atomic.Bool
 	done      chan struct{}
 	closeOnce sync.Once
@@ -177,6 +179,9 @@ func (c *Coordinator[T]) tryHit(key string) (Lease[T], bool) {
 		if w&deadBit != 0 || leases(w) == MaxLeases || (leases(w) == 0 && b.deadline.Load() <= c.now()) {
 			return Lease[T]{}, false
 		}
+		if mutant("ExpiryWithoutKill") {
+			runtime.Gosched() // widen the window between the clock reading and the swap
+		}
 		if l, ok := c.take(b, w); ok {
 			return l, true
 		}
@@ -203,13 +208,21 @@ func (c *Coordinator[T]) acquireSlow(ctx context.Context, key string, wait bool)
 			e.mu.Unlock()
 			continue
 		}
+		if c.closed.Load() {
+			// Close came after the entry was found or created: an absent
+			// entry this call may have linked must not stay in the table.
+			if e.st == stAbsent {
+				c.removeLocked(e, Event{})
+			}
+			e.mu.Unlock()
+			return Acquisition[T]{}, ErrClosed
+		}
 		now := c.now()
-		ev := c.timeoutsLocked(e, now)
+		c.timeoutsLocked(e, now)
 		if e.removed {
 			// The reservation timed out and the entry left the table:
 			// start again on a fresh entry (never reserve a detached one).
 			e.mu.Unlock()
-			c.emit(ev)
 			continue
 		}
 		switch e.st {
@@ -234,14 +247,15 @@ func (c *Coordinator[T]) acquireSlow(ctx context.Context, key string, wait bool)
 					continue
 				}
 				c.stats.expirations.Add(1)
+				c.emitLocked(Event{Kind: EventExpired, Key: key, Attempt: b.version, Generation: b.gen})
 			} else {
 				b.kill()
+				c.emitLocked(Event{Kind: EventRemoved, Key: key, Attempt: b.version, Generation: b.gen})
 			}
 			// Expired or stale: re-initialize in place, reusing the slot.
 			e.bound.Store(nil)
 			r := c.reserveLocked(e, now)
 			e.mu.Unlock()
-			c.emit(ev, Event{Kind: EventReserved, Key: key})
 			return Acquisition[T]{Reservation: r}, nil
 		case stReserved, stDispatching:
 			if !wait {
@@ -250,7 +264,6 @@ func (c *Coordinator[T]) acquireSlow(ctx context.Context, key string, wait bool)
 			}
 			ch := e.waitChanLocked()
 			e.mu.Unlock()
-			c.emit(ev, Event{})
 			if !waited {
 				waited = true
 				c.stats.waits.Add(1)
@@ -270,28 +283,28 @@ func (c *Coordinator[T]) acquireSlow(ctx context.Context, key string, wait bool)
 			}
 			err := &AmbiguousError{Key: key, Attempt: e.p.attempt, Generation: e.p.tgen}
 			e.mu.Unlock()
-			c.emit(ev, Event{})
 			return Acquisition[T]{}, err
 		default: // absent: a fresh entry
 			if !c.tryTakeSlot() {
 				if !swept && c.sweepMayHelp(now) {
-					// Reclaim expired and stale entries first (without
-					// holding this entry's lock: the sweep takes it).
+					// Reclaim expired and stale entries first, without
+					// holding this entry's lock (the sweep takes it). The
+					// fresh entry leaves the table meanwhile, so nothing
+					// (a Close, say) can strand it there; the next round
+					// links a new one.
+					c.removeLocked(e, Event{})
 					e.mu.Unlock()
-					c.emit(ev)
 					c.sweep(now)
 					swept = true
 					continue
 				}
-				c.removeLocked(e)
-				e.mu.Unlock()
 				c.stats.capacity.Add(1)
-				c.emit(ev, Event{Kind: EventCapacityRejected, Key: key})
+				c.removeLocked(e, Event{Kind: EventCapacityRejected, Key: key})
+				e.mu.Unlock()
 				return Acquisition[T]{}, &CapacityError{MaxEntries: c.cfg.MaxEntries}
 			}
 			r := c.reserveLocked(e, now)
 			e.mu.Unlock()
-			c.emit(ev, Event{Kind: EventReserved, Key: key})
 			return Acquisition[T]{Reservation: r}, nil
 		}
 	}
@@ -304,13 +317,20 @@ func (c *Coordinator[T]) reserveLocked(e *entry[T], now int64) *Reservation[T] {
 	c.noteDeadline(e.p.deadline)
 	c.stats.reservations.Add(1)
 	e.notifyLocked()
+	c.emitLocked(Event{Kind: EventReserved, Key: e.key})
 	return r
 }
 
-// removeLocked makes the entry absent: it leaves the table and frees its slot.
-func (c *Coordinator[T]) removeLocked(e *entry[T]) {
+// removeLocked reports ev (if it has a Kind), then makes the entry absent:
+// it leaves the table and frees its slot. The event goes first: once the
+// entry is unlinked, a fresh entry for the same key can report events of
+// its own, and they must come after this one.
+func (c *Coordinator[T]) removeLocked(e *entry[T], ev Event) {
 	if e.removed {
 		return
+	}
+	if ev.Kind != 0 {
+		c.emitLocked(ev)
 	}
 	if b := e.bound.Load(); b != nil {
 		b.kill()
@@ -333,17 +353,15 @@ func (c *Coordinator[T]) removeLocked(e *entry[T]) {
 
 // timeoutsLocked applies the initialization timeout lazily on access:
 // ReservationTimeout (reserved too long: absent) and DispatchTimeout
-// (dispatching too long: quarantined). It returns the event to report.
-func (c *Coordinator[T]) timeoutsLocked(e *entry[T], now int64) Event {
+// (dispatching too long: quarantined), and reports the change.
+func (c *Coordinator[T]) timeoutsLocked(e *entry[T], now int64) {
 	switch {
 	case e.st == stReserved && e.p.deadline <= now:
-		c.removeLocked(e)
-		return Event{Kind: EventRemoved, Key: e.key}
+		c.removeLocked(e, Event{Kind: EventRemoved, Key: e.key})
 	case e.st == stDispatching && e.p.deadline <= now:
 		c.quarantineLocked(e)
-		return Event{Kind: EventQuarantined, Key: e.key, Attempt: e.p.attempt, Generation: e.p.tgen}
+		c.emitLocked(Event{Kind: EventQuarantined, Key: e.key, Attempt: e.p.attempt, Generation: e.p.tgen})
 	}
-	return Event{}
 }
 
 func (c *Coordinator[T]) quarantineLocked(e *entry[T]) {
@@ -427,12 +445,9 @@ func (c *Coordinator[T]) sweep(now int64) {
 	defer c.sweeping.Add(-1)
 	notes := c.noteCount()
 	earliest := int64(math.MaxInt64)
-	var events []Event
 	c.table.each(func(e *entry[T]) bool {
 		e.mu.Lock()
-		if ev := c.timeoutsLocked(e, now); ev.Kind != 0 && c.cfg.Observer != nil {
-			events = append(events, ev)
-		}
+		c.timeoutsLocked(e, now)
 		switch e.st {
 		case stReserved, stDispatching:
 			earliest = min(earliest, e.p.deadline)
@@ -440,12 +455,9 @@ func (c *Coordinator[T]) sweep(now int64) {
 			b := e.bound.Load()
 			switch {
 			case b.stale():
-				c.removeLocked(e)
-				events = c.appendEvent(events, Event{Kind: EventRemoved, Key: e.key, Generation: b.gen})
+				c.removeLocked(e, removedEvent(b))
 			case b.killIfExpired(now):
-				c.removeLocked(e)
-				c.stats.expirations.Add(1)
-				events = c.appendEvent(events, Event{Kind: EventExpired, Key: e.key})
+				c.expiredLocked(e, b)
 			default:
 				if w := b.word.Load(); leases(w) == 0 {
 					earliest = min(earliest, b.deadline.Load())
@@ -457,9 +469,18 @@ func (c *Coordinator[T]) sweep(now int64) {
 	})
 	c.publishHint(earliest, notes)
 	c.sweptEpoch.Store(epoch)
-	for _, ev := range events {
-		c.cfg.Observer(ev)
-	}
+}
+
+// expiredLocked removes e, whose binding b the caller has just killed as
+// expired (killIfExpired), and reports it.
+func (c *Coordinator[T]) expiredLocked(e *entry[T], b *binding[T]) {
+	c.stats.expirations.Add(1)
+	c.removeLocked(e, Event{Kind: EventExpired, Key: e.key, Attempt: b.version, Generation: b.gen})
+}
+
+// removedEvent reports that binding b left the table (not by expiry).
+func removedEvent[T comparable](b *binding[T]) Event {
+	return Event{Kind: EventRemoved, Key: b.e.key, Attempt: b.version, Generation: b.gen}
 }
 
 // publishHint sets nextExpiry to the earliest deadline a sweep saw. It may
@@ -482,22 +503,15 @@ func (c *Coordinator[T]) publishHint(earliest int64, notesAtStart uint64) {
 	}
 }
 
-func (c *Coordinator[T]) appendEvent(evs []Event, ev Event) []Event {
-	if c.cfg.Observer == nil {
-		return evs
-	}
-	return append(evs, ev)
-}
-
-func (c *Coordinator[T]) emit(evs ...Event) {
+// emitLocked reports ev to the Observer. Callers hold the lock of ev.Key's
+// entry, so one key's events reach the Observer in the order its changes
+// happened; Seq orders them across keys (see Event).
+func (c *Coordinator[T]) emitLocked(ev Event) {
 	if c.cfg.Observer == nil {
 		return
 	}
-	for _, ev := range evs {
-		if ev.Kind != 0 {
-			c.cfg.Observer(ev)
-		}
-	}
+	ev.Seq = c.eventSeq.Add(1)
+	c.cfg.Observer(ev)
 }
 
 // runReaper sweeps at the cadence until Close; a sweep that panics is
@@ -547,28 +561,22 @@ func (c *Coordinator[T]) Resolve(key string, attempt, generation uint64, res Res
 		return ErrNotQuarantined
 	}
 	e.mu.Lock()
+	defer e.mu.Unlock()
 	now := c.now() // read once, under the lock: the operation happens at now
-	ev := c.timeoutsLocked(e, now)
+	c.timeoutsLocked(e, now)
 	if e.removed || e.st != stQuarantined {
-		e.mu.Unlock()
-		c.emit(ev)
 		return ErrNotQuarantined
 	}
 	if attempt != e.p.attempt || generation != e.p.tgen && !mutant("ResolveIgnoresGeneration") {
-		err := &FencedError{Attempt: attempt, Generation: generation, CurrentAttempt: e.p.attempt, CurrentGeneration: e.p.tgen}
-		e.mu.Unlock()
-		c.emit(ev)
-		return err
+		return &FencedError{Attempt: attempt, Generation: generation, CurrentAttempt: e.p.attempt, CurrentGeneration: e.p.tgen}
 	}
-	done := Event{Kind: EventResolved, Key: key, Attempt: attempt, Generation: generation}
+	c.stats.resolutions.Add(1)
+	c.emitLocked(Event{Kind: EventResolved, Key: key, Attempt: attempt, Generation: generation})
 	if res == ResolveAccepted {
 		c.bindLocked(e, 0, now)
 	} else {
-		c.removeLocked(e)
+		c.removeLocked(e, Event{})
 	}
-	c.stats.resolutions.Add(1)
-	e.mu.Unlock()
-	c.emit(ev, done)
 	return nil
 }
 
@@ -596,15 +604,16 @@ func (c *Coordinator[T]) bindLocked(e *entry[T], n uint64, now int64) *binding[T
 		// or quarantined: the binding is fenced at birth and reads as
 		// absent, so it must not hold a slot either. Its lease, if any, is
 		// superseded.
-		c.removeLocked(e)
+		c.removeLocked(e, removedEvent(b))
 	}
 	return b
 }
 
 // InvalidateKey removes key's binding, if it has one, superseding its
-// leases. It reports whether a live binding was removed (an expired or stale
-// one, which already reads as absent, is reclaimed without counting); a key
-// in any other state is left alone.
+// leases. It reports whether a live binding was removed; a binding that had
+// already expired or gone stale reads as absent, so it is reclaimed (with
+// its own event) and false is returned. A key in any other state is left
+// alone.
 func (c *Coordinator[T]) InvalidateKey(key string) (bool, error) {
 	if err := c.checkKey(key); err != nil {
 		return false, err
@@ -614,19 +623,35 @@ func (c *Coordinator[T]) InvalidateKey(key string) (bool, error) {
 		return false, nil
 	}
 	e.mu.Lock()
-	removed := false
-	if !e.removed && e.st == stBound {
-		// An expired or stale binding already reads as absent: it is
-		// reclaimed, but no live binding was removed.
-		b := e.bound.Load()
-		removed = !b.stale() && !b.expiredAt(b.word.Load(), c.now())
-		c.removeLocked(e)
+	defer e.mu.Unlock()
+	if e.removed || e.st != stBound {
+		return false, nil
 	}
-	e.mu.Unlock()
-	if removed {
-		c.emit(Event{Kind: EventRemoved, Key: key})
+	b := e.bound.Load()
+	for {
+		w := b.word.Load()
+		switch {
+		case b.stale():
+			c.removeLocked(e, removedEvent(b))
+			return false, nil
+		case leases(w) == 0 && b.deadline.Load() <= c.now():
+			// Idle past its deadline: it expired, if this call wins the
+			// word before a hit does (see Query).
+			if b.killIfExpired(c.now()) {
+				c.expiredLocked(e, b)
+				return false, nil
+			}
+		default:
+			// Live: leased, or idle before its deadline with the word
+			// unchanged since that reading. Removing it is one swap that
+			// a concurrent hit makes fail.
+			if b.word.CompareAndSwap(w, w|deadBit) {
+				c.stats.deadHits.Add(hitsOf(w))
+				c.removeLocked(e, removedEvent(b))
+				return true, nil
+			}
+		}
 	}
-	return removed, nil
 }
 
 // Generation returns target's current generation (1 for a target never

@@ -63,9 +63,9 @@ func (r *Reservation[T]) Key() string { return r.e.key }
 
 // heldLocked applies the lazy timeouts at now and reports whether r still
 // holds the key's reservation (and not a dispatch).
-func (r *Reservation[T]) heldLocked(now int64) (bool, Event) {
-	ev := r.c.timeoutsLocked(r.e, now)
-	return !r.e.removed && r.e.st == stReserved && r.e.p.resv == r, ev
+func (r *Reservation[T]) heldLocked(now int64) bool {
+	r.c.timeoutsLocked(r.e, now)
+	return !r.e.removed && r.e.st == stReserved && r.e.p.resv == r
 }
 
 // Cancel gives the reservation up before dispatching: the key becomes
@@ -74,16 +74,11 @@ func (r *Reservation[T]) heldLocked(now int64) (bool, Event) {
 func (r *Reservation[T]) Cancel() error {
 	e := r.e
 	e.mu.Lock()
-	held, ev := r.heldLocked(r.c.now())
-	if held {
-		r.c.removeLocked(e)
-	}
-	e.mu.Unlock()
-	r.c.emit(ev)
-	if !held {
+	defer e.mu.Unlock()
+	if !r.heldLocked(r.c.now()) {
 		return ErrReservationLost
 	}
-	r.c.emit(Event{Kind: EventRemoved, Key: e.key})
+	r.c.removeLocked(e, Event{Kind: EventRemoved, Key: e.key})
 	return nil
 }
 
@@ -95,20 +90,15 @@ func (r *Reservation[T]) BeginDispatch(target T, generation uint64) (*Dispatch[T
 	c, e := r.c, r.e
 	slot := c.catalog.slot(target)
 	e.mu.Lock()
+	defer e.mu.Unlock()
 	now := c.now() // read once, under the lock: the operation happens at now
-	held, ev := r.heldLocked(now)
-	if !held {
-		e.mu.Unlock()
-		c.emit(ev)
+	if !r.heldLocked(now) {
 		return nil, ErrReservationLost
 	}
 	if cur := slot.gen.Load(); generation != cur {
-		e.mu.Unlock()
 		return nil, &FencedError{Generation: generation, CurrentGeneration: cur}
 	}
-	d := c.dispatchLocked(e, r, target, slot, generation, now)
-	e.mu.Unlock()
-	return d, nil
+	return c.dispatchLocked(e, r, target, slot, generation, now), nil
 }
 
 func (c *Coordinator[T]) dispatchLocked(e *entry[T], r *Reservation[T], target T, slot *targetSlot[T], gen uint64, now int64) *Dispatch[T] {
@@ -128,23 +118,18 @@ func (r *Reservation[T]) CommitAccepted(target T, generation uint64) (Lease[T], 
 	c, e := r.c, r.e
 	slot := c.catalog.slot(target)
 	e.mu.Lock()
+	defer e.mu.Unlock()
 	now := c.now()
-	held, ev := r.heldLocked(now)
-	if !held {
-		e.mu.Unlock()
-		c.emit(ev)
+	if !r.heldLocked(now) {
 		return Lease[T]{}, ErrReservationLost
 	}
 	if cur := slot.gen.Load(); generation != cur {
-		e.mu.Unlock()
 		return Lease[T]{}, &FencedError{Generation: generation, CurrentGeneration: cur}
 	}
 	d := c.dispatchLocked(e, r, target, slot, generation, now)
 	d.used = true
-	lease := c.newLease(c.bindLocked(e, 1, now))
-	e.mu.Unlock()
-	c.emit(Event{Kind: EventCommitted, Key: e.key, Attempt: d.attempt, Generation: generation})
-	return lease, nil
+	c.emitLocked(Event{Kind: EventCommitted, Key: e.key, Attempt: d.attempt, Generation: generation})
+	return c.newLease(c.bindLocked(e, 1, now)), nil
 }
 
 // Dispatch is the guard of one dispatch attempt. Complete it with the
@@ -194,7 +179,7 @@ func (d *Dispatch[T]) Complete(o Outcome) (Lease[T], error) {
 	}
 	d.used = true
 	now := c.now() // read once, under the lock: the operation happens at now
-	ev := c.timeoutsLocked(e, now)
+	c.timeoutsLocked(e, now)
 	current := !e.removed && (e.st == stDispatching || e.st == stQuarantined) && e.p.attempt == d.attempt
 	if !current && mutant("AcceptsStaleAttempt") && o == Accepted && !e.removed {
 		if e.p == nil {
@@ -208,38 +193,39 @@ func (d *Dispatch[T]) Complete(o Outcome) (Lease[T], error) {
 	}
 	if !current {
 		e.mu.Unlock()
-		c.emit(ev)
 		a, g := c.currentAttempt(e.key)
 		return Lease[T]{}, &FencedError{Attempt: d.attempt, Generation: d.gen, CurrentAttempt: a, CurrentGeneration: g}
 	}
+	defer e.mu.Unlock()
 	late := e.st == stQuarantined
-	var out Event
-	var lease Lease[T]
+	ev := Event{Key: e.key, Attempt: d.attempt, Generation: d.gen}
 	switch {
 	case o == Accepted:
-		b := c.bindLocked(e, 1, now)
-		lease = c.newLease(b)
-		out = Event{Kind: EventCommitted, Key: e.key, Attempt: d.attempt, Generation: d.gen}
 		if late {
 			c.stats.resolutions.Add(1)
 		}
+		ev.Kind = EventCommitted
+		c.emitLocked(ev)
+		return c.newLease(c.bindLocked(e, 1, now)), nil
 	case o == DefinitelyNotAccepted && !late:
 		e.st = stReserved
 		e.p.deadline = now + c.initTimeout
 		c.noteDeadline(e.p.deadline)
 		e.notifyLocked()
-		out = Event{Kind: EventRolledBack, Key: e.key, Attempt: d.attempt, Generation: d.gen}
+		ev.Kind = EventRolledBack
 	case o == DefinitelyNotAccepted: // late: settles to absent
-		c.removeLocked(e)
 		c.stats.resolutions.Add(1)
-		out = Event{Kind: EventResolved, Key: e.key, Attempt: d.attempt, Generation: d.gen}
+		ev.Kind = EventResolved
+		c.removeLocked(e, ev)
+		return Lease[T]{}, nil
 	case !late: // Ambiguous
 		c.quarantineLocked(e)
-		out = Event{Kind: EventQuarantined, Key: e.key, Attempt: d.attempt, Generation: d.gen}
+		ev.Kind = EventQuarantined
+	default: // a late Ambiguous: still quarantined, nothing changes
+		return Lease[T]{}, nil
 	}
-	e.mu.Unlock()
-	c.emit(ev, out)
-	return lease, nil
+	c.emitLocked(ev)
+	return Lease[T]{}, nil
 }
 
 // Drop abandons the guard without an outcome: if its attempt is still in

@@ -120,8 +120,17 @@ func (e *entry[T]) waitChanLocked() chan struct{} {
 // The epoch also counts the binding's cell hits, and it makes a
 // compare-and-swap that expires an idle binding fail if any lease came (and
 // went) meanwhile: at zero leases the cell is free, so the next lease bumps
-// the epoch. It has 41 bits: only a lease value ended once and ended again
-// after 2^41 further cell takes on the same binding would go undetected.
+// the epoch.
+//
+// The epoch has 41 bits and never takes the value 0, which names no cell
+// (a slot lease): after 2^41-1 it wraps to 1, and the take that wraps it
+// moves the 2^41-1 hits it counted to the coordinator's dead-hit total, so
+// Stats never goes backwards. What the wrap leaves: a cell lease value ended
+// once and ended again after exactly a multiple of 2^41-1 further cell
+// takes on the same binding (25 days of a million hits a second on one
+// session) would not be caught as a second end; nor would an expiry that
+// read the idle word and then stalled across that many takes and releases
+// before its compare-and-swap.
 const (
 	leaseBits  = 20
 	leaseMask  = 1<<leaseBits - 1
@@ -130,6 +139,7 @@ const (
 	cellBit    = 1 << (leaseBits + 2)
 	epochShift = leaseBits + 3
 	epochUnit  = 1 << epochShift
+	epochMax   = 1<<(64-epochShift) - 1 // the largest epoch; the next is 1
 )
 
 // MaxLeases is the most concurrent leases one binding holds.

@@ -25,8 +25,15 @@ type Lease[T comparable] struct {
 func (c *Coordinator[T]) take(b *binding[T], w uint64) (Lease[T], bool) {
 	if w&cellBit == 0 {
 		n := w + 1 + cellBit + epochUnit
+		wrapped := n>>epochShift == 0
+		if wrapped {
+			n += epochUnit // epoch 0 names no cell: skip it
+		}
 		if !b.word.CompareAndSwap(w, n) {
 			return Lease[T]{}, false
+		}
+		if wrapped {
+			c.stats.deadHits.Add(epochMax) // the hits the epoch counted before it wrapped
 		}
 		return Lease[T]{b: b, t: n >> epochShift}, true
 	}
@@ -187,14 +194,10 @@ func (l Lease[T]) Invalidate() error {
 	}
 	e := b.e
 	e.mu.Lock()
-	removed := !e.removed && e.bound.Load() == b
-	if removed {
-		c.removeLocked(e)
+	if !e.removed && e.bound.Load() == b {
+		c.removeLocked(e, removedEvent(b))
 	}
 	e.mu.Unlock()
-	if removed {
-		c.emit(Event{Kind: EventRemoved, Key: e.key, Attempt: b.version, Generation: b.gen})
-	}
 	return nil
 }
 
@@ -229,29 +232,24 @@ func (l Lease[T]) Close() error {
 func (c *Coordinator[T]) endClosing(b *binding[T]) {
 	e := b.e
 	e.mu.Lock()
-	removed := false
+	defer e.mu.Unlock()
 	for {
 		w := b.word.Load()
 		if w&deadBit != 0 {
-			break
+			return
 		}
 		if leases(w) == 1 {
 			if b.word.CompareAndSwap(w, (w&^leaseMask)|deadBit) {
 				c.stats.deadHits.Add(hitsOf(w))
 				if !e.removed && e.bound.Load() == b {
-					c.removeLocked(e)
-					removed = true
+					c.removeLocked(e, removedEvent(b))
 				}
-				break
+				return
 			}
 			continue
 		}
 		if b.word.CompareAndSwap(w, (w-1)|closingBit) {
-			break
+			return
 		}
-	}
-	e.mu.Unlock()
-	if removed {
-		c.emit(Event{Kind: EventRemoved, Key: e.key, Attempt: b.version, Generation: b.gen})
 	}
 }

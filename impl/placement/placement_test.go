@@ -1015,3 +1015,113 @@ func waiter(c *Coordinator[target], key string) <-chan waited {
 	}
 	return got
 }
+
+// recorder is an Observer that keeps every event.
+type recorder struct {
+	mu  sync.Mutex
+	evs []Event
+}
+
+func (r *recorder) observe(ev Event) { r.mu.Lock(); r.evs = append(r.evs, ev); r.mu.Unlock() }
+
+func (r *recorder) kinds() []EventKind {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var ks []EventKind
+	for i, ev := range r.evs {
+		if i > 0 && ev.Seq != r.evs[i-1].Seq+1 {
+			panic(fmt.Sprintf("event %d has Seq %d after %d", i, ev.Seq, r.evs[i-1].Seq))
+		}
+		ks = append(ks, ev.Kind)
+	}
+	return ks
+}
+
+func wantKinds(t *testing.T, r *recorder, want ...EventKind) {
+	t.Helper()
+	got := r.kinds()
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("events %v, want %v", got, want)
+	}
+}
+
+// With a clock that moves without sweeping (Set), every reader that finds an
+// idle binding past its deadline expires it itself, with its event, before
+// it reports it gone; an in-place re-initialization reports the expiry
+// before the new reservation.
+func TestSet_LazyExpiryIsReportedByWhoeverFindsIt(t *testing.T) {
+	var rec recorder
+	c, clk := manual(t, func(c *Config) { c.Observer = rec.observe })
+	must(t, bind(t, c, "q", w1).Release())
+	must(t, bind(t, c, "i", w1).Release())
+	must(t, bind(t, c, "a", w1).Release())
+	rec.mu.Lock()
+	rec.evs = nil
+	rec.mu.Unlock()
+	must(t, clk.Set(20*time.Second)) // past every idle deadline; nothing swept
+	if c.Stats().Live != 3 {
+		t.Fatalf("Set swept: %d live", c.Stats().Live)
+	}
+	if i := state(t, c, "q"); i.State != StateAbsent {
+		t.Fatalf("Query: %v", i.State)
+	}
+	if removed, err := c.InvalidateKey("i"); removed || err != nil {
+		t.Fatalf("InvalidateKey on an expired binding: %v %v", removed, err)
+	}
+	r := reserve(t, c, "a")
+	wantKinds(t, &rec, EventExpired, EventExpired, EventExpired, EventReserved)
+	if c.Stats().Live != 1 || c.Stats().Expirations != 3 {
+		t.Fatalf("stats %+v", c.Stats())
+	}
+	must(t, r.Cancel())
+	clk.Reclaim() // nothing left to reclaim
+	wantKinds(t, &rec, EventExpired, EventExpired, EventExpired, EventReserved, EventRemoved)
+}
+
+func TestReclaim_SweepsAtTheCurrentTime(t *testing.T) {
+	c, clk := manual(t)
+	must(t, bind(t, c, "s", w1).Release())
+	must(t, clk.Set(10*time.Second))
+	if c.Stats().Live != 1 {
+		t.Fatal("Set reclaimed")
+	}
+	clk.Reclaim()
+	if s := c.Stats(); s.Live != 0 || s.Expirations != 1 {
+		t.Fatalf("after Reclaim: %+v", s)
+	}
+	if err := clk.Set(5 * time.Second); !errors.Is(err, ErrInvalidClock) || clk.Now() != 10*time.Second {
+		t.Fatalf("Set backwards: %v, now %v", err, clk.Now())
+	}
+}
+
+// InvalidateKey on a live binding removes it and reports it, with the
+// binding's version, even while a lease is held.
+func TestInvalidateKey_LeasedBindingReportsItsVersion(t *testing.T) {
+	var rec recorder
+	c, _ := manual(t, func(c *Config) { c.Observer = rec.observe })
+	l := bind(t, c, "s", w1)
+	if removed, err := c.InvalidateKey("s"); !removed || err != nil {
+		t.Fatalf("InvalidateKey: %v %v", removed, err)
+	}
+	wantKinds(t, &rec, EventReserved, EventCommitted, EventRemoved)
+	if ev := rec.evs[2]; ev.Attempt != l.Version() || ev.Generation != 1 {
+		t.Fatalf("Removed event %+v, want version %d", ev, l.Version())
+	}
+	must(t, l.Release()) // superseded: only the lease ends
+}
+
+// A binding stale at birth (its target bumped while the attempt was in
+// flight) is reported Committed, then Removed, so the next Reserved follows
+// an end.
+func TestObserver_StaleAtBirthIsReportedRemoved(t *testing.T) {
+	var rec recorder
+	c, _ := manual(t, func(c *Config) { c.Observer = rec.observe })
+	d, err := reserve(t, c, "s").BeginDispatch(w1, 1)
+	must(t, err)
+	c.BumpGeneration(w1)
+	l, err := d.Complete(Accepted)
+	must(t, err)
+	must(t, l.Release())
+	reserve(t, c, "s")
+	wantKinds(t, &rec, EventReserved, EventCommitted, EventRemoved, EventReserved)
+}

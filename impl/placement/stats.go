@@ -1,17 +1,19 @@
 package placement
 
 import (
+	"runtime"
 	"sync/atomic"
 )
 
 // counters are the coordinator's statistics. Hits are not counted on a
 // shared counter on the hot path: a binding's word counts the hits that took
 // its lease cell, and that count is added to deadHits when the binding ends
-// (Stats sums the live ones); hits that found the cell busy go to
-// sharedHits, striped by lease slot.
+// or its cell epoch wraps (Stats sums the live ones); hits that found the
+// cell busy go to sharedHits, striped by lease slot.
 type counters struct {
 	sharedHits     [16]paddedCounter // hits that found the lease cell busy
-	deadHits       atomic.Int64
+	deadHits       atomic.Int64      // hits of dead bindings and of wrapped epochs
+	hitsShown      atomic.Int64      // the largest Hits that Stats has returned
 	reservations   atomic.Int64
 	waits          atomic.Int64
 	capacity       atomic.Int64
@@ -37,6 +39,11 @@ type Stats struct {
 // Stats returns the coordinator's statistics. It walks the table to add up
 // the hits of live bindings (each binding counts its own, off the hot path),
 // so it costs O(entries); call it for monitoring, not per request.
+//
+// Every counter is monotonic: no call returns a smaller value than an
+// earlier call did. Hits may lag the hits that complete during the call (a
+// binding that ends while the walk runs moves its count from the walk to
+// the dead total, and may be missed by both for that one call).
 func (c *Coordinator[T]) Stats() Stats {
 	hits := c.stats.deadHits.Load()
 	for i := range c.stats.sharedHits {
@@ -50,6 +57,16 @@ func (c *Coordinator[T]) Stats() Stats {
 		}
 		return true
 	})
+	for { // never report fewer hits than before (see above)
+		shown := c.stats.hitsShown.Load()
+		if hits <= shown {
+			hits = shown
+			break
+		}
+		if c.stats.hitsShown.CompareAndSwap(shown, hits) {
+			break
+		}
+	}
 	return Stats{
 		Hits:               hits,
 		Reservations:       c.stats.reservations.Load(),
@@ -94,39 +111,106 @@ type Info[T comparable] struct {
 	Closing bool // the final request arrived (Bound)
 }
 
-// Query reports key's state without taking a lease, creating an entry or
-// changing anything. An expired or stale binding reads as Absent.
+// Query reports key's state without taking a lease or creating an entry.
+// An expired or stale binding reads as Absent. An idle binding past its
+// deadline is expired by the Query itself (the reaper would have done it),
+// with its Expired event: so a binding Query reported gone can never be
+// hit again, and a binding it reported bound was bound at one instant of
+// the call.
+//
+// A bound key is read without a lock; other states under the key's lock.
 func (c *Coordinator[T]) Query(key string) (Info[T], error) {
 	if err := c.checkKey(key); err != nil {
 		return Info[T]{}, err
 	}
-	e, ok := c.table.load(key)
-	if !ok {
-		return Info[T]{}, nil
-	}
-	if b := e.bound.Load(); b != nil {
-		w := b.word.Load()
-		if w&deadBit == 0 && !b.stale() && !b.expiredAt(w, c.now()) {
-			return Info[T]{State: StateBound, Target: b.target, Generation: b.gen, Attempt: b.version,
-				Leases: int(leases(w)), Closing: w&closingBit != 0}, nil
+	for {
+		e, ok := c.table.load(key)
+		if !ok {
+			return Info[T]{}, nil
 		}
-		return Info[T]{}, nil
+		b := e.bound.Load()
+		if b == nil {
+			if i, again := c.queryLocked(e); !again {
+				return i, nil
+			}
+			continue
+		}
+		w := b.word.Load()
+		if mutant("TornQueryRead") {
+			runtime.Gosched() // widen the window between the word and the clock
+			if w&deadBit == 0 && !b.stale() && !b.expiredAt(w, c.now()) {
+				return boundInfo(b, w), nil
+			}
+			return Info[T]{}, nil
+		}
+		switch {
+		case w&deadBit != 0 || b.stale():
+			return Info[T]{}, nil // removed, superseded or fenced: final
+		case leases(w) > 0:
+			return boundInfo(b, w), nil // leased at the word's reading
+		}
+		// Idle. Its deadline is fixed while the word stays w, so (w,
+		// deadline, now) with w read again unchanged is one instant's state.
+		d, now := b.deadline.Load(), c.now()
+		if b.word.Load() != w {
+			continue
+		}
+		if d > now {
+			return boundInfo(b, w), nil
+		}
+		if mutant("ExpiryWithoutKill") {
+			return Info[T]{}, nil // the bug: reported gone, yet a hit may still win the word
+		}
+		// Past its deadline: report it gone only after winning the word
+		// (killing it), so no hit that read the clock earlier can still
+		// take a lease on it.
+		if c.expire(e, b) {
+			return Info[T]{}, nil
+		}
 	}
+}
+
+// expire expires b, the binding of e, if it is still idle past its
+// deadline; it reports whether b is gone (expired now, or already dead).
+// It fails when a lease came or went meanwhile.
+func (c *Coordinator[T]) expire(e *entry[T], b *binding[T]) bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.removed || e.bound.Load() != b {
+		return true // superseded meanwhile: dead
+	}
+	if b.killIfExpired(c.now()) {
+		c.expiredLocked(e, b)
+		return true
+	}
+	return b.word.Load()&deadBit != 0
+}
+
+func boundInfo[T comparable](b *binding[T], w uint64) Info[T] {
+	return Info[T]{State: StateBound, Target: b.target, Generation: b.gen, Attempt: b.version,
+		Leases: int(leases(w)), Closing: w&closingBit != 0}
+}
+
+// queryLocked reads, under its lock, an entry that had no binding; again
+// reports that it has been bound since (read it lock-free instead).
+func (c *Coordinator[T]) queryLocked(e *entry[T]) (i Info[T], again bool) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	now := c.now()
 	switch {
 	case e.removed:
+	case e.st == stBound:
+		return Info[T]{}, true
 	case e.st == stReserved:
 		if e.p.deadline > now { // past it, the reservation has timed out
-			return Info[T]{State: StateReserved}, nil
+			return Info[T]{State: StateReserved}, false
 		}
 	case e.st == stDispatching, e.st == stQuarantined:
 		st := StateQuarantined // a dispatch past its deadline is quarantined
 		if e.st == stDispatching && e.p.deadline > now {
 			st = StateDispatching
 		}
-		return Info[T]{State: st, Target: e.p.target, Generation: e.p.tgen, Attempt: e.p.attempt}, nil
+		return Info[T]{State: st, Target: e.p.target, Generation: e.p.tgen, Attempt: e.p.attempt}, false
 	}
-	return Info[T]{}, nil
+	return Info[T]{}, false
 }
