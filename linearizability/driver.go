@@ -139,17 +139,30 @@ func (d *Driver) TraceString() string {
 // Choose picks a valid next operation for a random client; pick(n)
 // returns a choice in [0, n).
 func (d *Driver) Choose(pick func(n int) int) Input {
-	return Choose(d.Sys, pick(d.Sys.Shape.Clients), d.lastAmb, pick, true)
+	return Choose(d.Sys, pick(d.Sys.Shape.Clients), d.lastAmb, pick, Mix{Env: true})
+}
+
+// Mix says which operations Choose may pick. Env allows the operations
+// that touch every key (Bump, Advance, Reap), so a history without them can
+// be partitioned by key. Hot weights the mix toward the expiry races of one
+// busy session: hits and releases, Query, and a clock that moves by whole
+// TTLs without sweeping.
+type Mix struct {
+	Env, Hot bool
 }
 
 // Choose picks a valid next operation for client r of sys, given what r
 // holds. lastAmb holds the attempt and generation r last saw in flight or
 // quarantined per key (for Resolve arguments, sometimes perturbed to test
-// the fence). With env false, no operation that touches every key (Bump,
-// Advance) is chosen, so a history can be partitioned by key.
-func Choose(sys *System, r int, lastAmb map[int][2]uint64, pick func(n int) int, env bool) Input {
+// the fence). mix says which operations may be chosen.
+func Choose(sys *System, r int, lastAmb map[int][2]uint64, pick func(n int) int, mix Mix) Input {
 	sh := sys.Shape
 	in := Input{Client: r, Key: sys.HeldKey(r)}
+	if mix.Hot {
+		if hot, ok := chooseHot(sys, in, pick); ok {
+			return hot
+		}
+	}
 	switch sys.Holds(r) {
 	case HoldsReservation:
 		in.Target = pick(sh.Targets)
@@ -173,8 +186,8 @@ func Choose(sys *System, r int, lastAmb map[int][2]uint64, pick func(n int) int,
 	case HoldsLease:
 		in.Op = []OpKind{OpRelease, OpRelease, OpAbandon, OpInvalidate, OpClose}[pick(5)]
 	default:
-		c := pick(14)
-		if !env && (c == 2 || c == 3 || c == 4) {
+		c := pick(18)
+		if !mix.Env && (c == 2 || c == 3 || c == 4 || c == 16) {
 			c = 5
 		}
 		switch c {
@@ -193,7 +206,13 @@ func Choose(sys *System, r int, lastAmb map[int][2]uint64, pick func(n int) int,
 		case 2:
 			in.Op, in.Target = OpBump, pick(sh.Targets)
 		case 3, 4:
-			in.Op, in.By = OpAdvance, int64(pick(4))
+			in.Op, in.By, in.Lazy = OpAdvance, int64(pick(4)), pick(2) == 0
+		case 14, 15:
+			in.Op, in.Key = OpQuery, pick(sh.Keys)
+		case 16:
+			in.Op = OpReap
+		case 17:
+			in.Op, in.Key = OpInvalidateKey, pick(sh.Keys)
 		case 5:
 			if sys.HasOldLease(r) {
 				in.Op, in.Again = []OpKind{OpRelease, OpAbandon, OpInvalidate, OpClose}[pick(4)], true
@@ -205,6 +224,37 @@ func Choose(sys *System, r int, lastAmb map[int][2]uint64, pick func(n int) int,
 		}
 	}
 	return in
+}
+
+// chooseHot picks most of a hot mix's operations (see Mix); ok is false
+// when the ordinary mix should pick.
+func chooseHot(sys *System, in Input, pick func(n int) int) (Input, bool) {
+	switch sys.Holds(in.Client) {
+	case HoldsReservation:
+		in.Op, in.Target = OpCommitAccepted, pick(sys.Shape.Targets)
+		in.Gen = sys.C.Generation(in.Target)
+		return in, pick(4) != 0
+	case HoldsLease:
+		in.Op = OpRelease
+		return in, pick(8) != 0
+	case HoldsNothing:
+		switch c := pick(20); {
+		case c < 8:
+			in.Op, in.Key = OpTryAcquire, pick(sys.Shape.Keys)
+		case c < 14:
+			in.Op, in.Key = OpQuery, pick(sys.Shape.Keys)
+		case c < 17:
+			in.Op, in.By, in.Lazy = OpAdvance, sys.Shape.TTL, true
+		case c < 18:
+			in.Op = OpReap
+		case c < 19:
+			in.Op, in.Key = OpInvalidateKey, pick(sys.Shape.Keys)
+		default:
+			return in, false
+		}
+		return in, true
+	}
+	return in, false
 }
 
 // DrawShape draws a small system shape.

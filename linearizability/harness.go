@@ -18,22 +18,29 @@ import (
 type Plan struct {
 	Seed        uint64  `json:"seed"`
 	Shape       Shape   `json:"shape"`
-	Partitioned bool    `json:"partitioned"` // no Bump/Advance, capacity >= keys: checked per key
+	Partitioned bool    `json:"partitioned"` // no Bump/Advance/Reap, capacity >= keys: checked per key
+	Hot         bool    `json:"hot,omitempty"`
 	Procs       int     `json:"procs"`
 	Choices     [][]int `json:"-"`
 	Jitter      [][]int `json:"-"`
 }
 
-// DrawPlan draws a plan of ops operations per client from seed. Odd seeds
-// give small unpartitioned tables (capacity couples keys, with Bump and
-// Advance); even seeds give independent keys checked partition by partition.
+// DrawPlan draws a plan of ops operations per client from seed. Seeds 1
+// mod 4 give small unpartitioned tables (capacity couples keys, with Bump,
+// Advance and Reap); seeds 3 mod 4 give one hot session (Mix.Hot, at
+// GOMAXPROCS up to 4 so clients are preempted mid-operation); even seeds
+// give independent keys checked partition by partition.
 func DrawPlan(seed uint64, ops int) Plan {
 	rng := rand.New(rand.NewPCG(seed, 0x9e3779b97f4a7c15))
 	p := Plan{Seed: seed, Procs: 1 + rng.IntN(2)}
-	if seed%2 == 1 {
+	switch seed % 4 {
+	case 1:
 		p.Shape = Shape{Clients: 3 + rng.IntN(3), Keys: 1 + rng.IntN(3), Targets: 1 + rng.IntN(2),
 			Capacity: 1 + rng.IntN(2), TTL: 1 + int64(rng.IntN(2)), InitTimeout: 1 + int64(rng.IntN(2))}
-	} else {
+	case 3:
+		p.Hot, p.Procs = true, 2+rng.IntN(3)
+		p.Shape = Shape{Clients: 4 + rng.IntN(3), Keys: 1, Targets: 1, Capacity: 1, TTL: 1, InitTimeout: 2}
+	default:
 		keys := 3 + rng.IntN(4)
 		p.Partitioned = true
 		p.Shape = Shape{Clients: 4 + rng.IntN(4), Keys: keys, Targets: 1 + rng.IntN(3),
@@ -72,12 +79,16 @@ type Run struct {
 	Coverage Coverage
 	Overlap  float64 // fraction of operations concurrent with at least one other
 	Stuck    int     // blocking Acquires that hit WaitLimit (lost wake-ups)
+	Events   int     // Observer events, checked key by key (Lifecycle)
+	EventErr error   // the first event out of its key's order, if any
 }
 
 // Execute runs plan on a fresh coordinator, one goroutine per client, each
 // performing ops operations, and records every call with a monotonic clock.
 // No lock is held around the operations under test.
 func Execute(plan Plan, ops int, mutate ...func(*placement.Config)) (*Run, error) {
+	var life Lifecycle
+	mutate = append([]func(*placement.Config){func(c *placement.Config) { c.Observer = life.Observe }}, mutate...)
 	sys, err := NewSystem(plan.Shape, mutate...)
 	if err != nil {
 		return nil, err
@@ -107,7 +118,7 @@ func Execute(plan Plan, ops int, mutate ...func(*placement.Config)) (*Run, error
 			for i := 0; i < ops || sys.Holds(r) != HoldsNothing; i++ {
 				var in Input
 				if i < ops {
-					in = Choose(sys, r, lastAmb, pick, !plan.Partitioned)
+					in = Choose(sys, r, lastAmb, pick, Mix{Env: !plan.Partitioned, Hot: plan.Hot})
 				} else {
 					in = finish(sys, r, pick)
 				}
@@ -126,6 +137,11 @@ func Execute(plan Plan, ops int, mutate ...func(*placement.Config)) (*Run, error
 					limit = ShortWait
 				}
 				ctx, cancel := context.WithTimeout(context.Background(), limit)
+				if in.Op == OpRelease && !in.Again {
+					// The idle deadline comes from a clock reading within
+					// the call (see Stepper.Steps).
+					in.Window, in.Clock = true, int64(sys.Clock.Now()/Unit)
+				}
 				call := time.Since(start).Nanoseconds()
 				out := sys.Do(ctx, in)
 				ret := time.Since(start).Nanoseconds()
@@ -142,7 +158,7 @@ func Execute(plan Plan, ops int, mutate ...func(*placement.Config)) (*Run, error
 		}(r)
 	}
 	wg.Wait()
-	run := &Run{Plan: plan}
+	run := &Run{Plan: plan, Events: life.Events(), EventErr: life.Err()}
 	for r := range histories {
 		run.History = append(run.History, histories[r]...)
 		run.Coverage.Add(covs[r])

@@ -13,8 +13,10 @@ type OpKind uint8
 
 // Operations. Each maps to one action of spec/tla/Placement.tla (Drop is
 // Complete(Ambiguous), CommitAccepted is BeginDispatch then
-// Complete(Accepted), Advance is the clock's Advance followed by the
-// reclamation it triggers).
+// Complete(Accepted), Advance is the clock's Advance, followed by the
+// reclamation it triggers unless Lazy). Query reads a key (no action: it
+// may perform Expire, which the spec allows at any time); Reap is a reaper
+// tick (Expire and DropStale wherever enabled).
 const (
 	OpAcquire OpKind = iota
 	OpTryAcquire
@@ -31,12 +33,14 @@ const (
 	OpInvalidateKey
 	OpBump
 	OpAdvance
+	OpQuery
+	OpReap
 	NumOps
 )
 
 var opNames = [NumOps]string{"Acquire", "TryAcquire", "BeginDispatch", "CommitAccepted", "Cancel",
 	"Complete", "Drop", "Release", "Abandon", "Invalidate", "Close", "Resolve", "InvalidateKey",
-	"Bump", "Advance"}
+	"Bump", "Advance", "Query", "Reap"}
 
 // String returns the operation's name.
 func (k OpKind) String() string {
@@ -63,6 +67,16 @@ type Input struct {
 	// Short: a blocking Acquire with a short deadline, which may give up
 	// waiting (its effect is then none).
 	Short bool `json:"short,omitempty"`
+	// Lazy: an Advance that moves the clock without reclaiming anything
+	// (ManualClock.Set), the way the runtime clock moves between two reaper
+	// ticks: expired entries stay until something touches them.
+	Lazy bool `json:"lazy,omitempty"`
+	// Window and Clock: a Release whose call began with the clock at Clock
+	// (model units). Release reads the clock once, before it ends the lease,
+	// so the idle deadline it sets may come from any clock value between
+	// Clock and the moment the lease ends (see Stepper.Steps).
+	Window bool  `json:"window,omitempty"`
+	Clock  int64 `json:"clock,omitempty"`
 }
 
 // OutKind is what an operation returned.
@@ -108,10 +122,23 @@ type Output struct {
 	Gen     uint64  `json:"gen,omitempty"`
 	Attempt uint64  `json:"attempt,omitempty"`
 	Err     string  `json:"err,omitempty"` // OutError only: an error no operation may return
+	// State, Leases and Closing: what a Query read (State is the state's
+	// name; Target, Gen and Attempt as Observed).
+	State   string `json:"state,omitempty"`
+	Leases  int    `json:"leases,omitempty"`
+	Closing bool   `json:"closing,omitempty"`
 }
 
 // String renders the output for reports.
 func (o Output) String() string {
+	switch {
+	case o.State == "Absent", o.State == "Reserved":
+		return o.State
+	case o.State == "Bound":
+		return fmt.Sprintf("Bound(t%d g%d v%d leases %d closing %v)", o.Target, o.Gen, o.Attempt, o.Leases, o.Closing)
+	case o.State != "":
+		return fmt.Sprintf("%s(t%d g%d a%d)", o.State, o.Target, o.Gen, o.Attempt)
+	}
 	switch o.Kind {
 	case OutHit, OutCommitted:
 		return fmt.Sprintf("%s(t%d g%d v%d)", o.Kind, o.Target, o.Gen, o.Attempt)
@@ -139,8 +166,8 @@ func (in Input) String() string {
 	case OpResolve:
 		return fmt.Sprintf("r%d Resolve(k%d, a%d, g%d, %s)", in.Client, in.Key, in.Attempt, in.Gen,
 			[]string{"Accepted", "NotAccepted"}[in.Outcome])
-	case OpInvalidateKey:
-		return fmt.Sprintf("r%d InvalidateKey(k%d)", in.Client, in.Key)
+	case OpInvalidateKey, OpQuery:
+		return fmt.Sprintf("r%d %s(k%d)", in.Client, in.Op, in.Key)
 	case OpRelease, OpAbandon, OpInvalidate, OpClose:
 		if in.Again {
 			return fmt.Sprintf("r%d %s(old lease)", in.Client, in.Op)
@@ -148,7 +175,13 @@ func (in Input) String() string {
 	case OpBump:
 		return fmt.Sprintf("r%d Bump(t%d)", in.Client, in.Target)
 	case OpAdvance:
+		if in.Lazy {
+			return fmt.Sprintf("r%d Set(+%d)", in.Client, in.By)
+		}
 		return fmt.Sprintf("r%d Advance(+%d)", in.Client, in.By)
+	}
+	if in.Op == OpRelease && in.Window && !in.Again {
+		return fmt.Sprintf("r%d Release(called at %d)", in.Client, in.Clock)
 	}
 	return fmt.Sprintf("r%d %s", in.Client, in.Op)
 }

@@ -12,16 +12,21 @@ import (
 
 // PorcupineModel is the sequential specification Porcupine checks
 // histories against. Its Step is the Stepper, i.e. the Go model's own
-// transition functions. With partition set, histories are split by key
-// (valid only when the table never fills and no operation touches every
-// key: no Bump, no Advance); otherwise they are checked whole.
+// transition functions; it is nondeterministic only in the idle deadline a
+// windowed Release sets (see Steps), and Porcupine's power-set
+// construction turns it into a deterministic model. With partition set,
+// histories are split by key (valid only when the table never fills and no
+// operation touches every key: no Bump, no Advance, no Reap); otherwise
+// they are checked whole.
 func PorcupineModel(st *Stepper, partition bool) porcupine.Model {
-	m := porcupine.Model{
-		Init: func() any { return st.Init() },
-		Step: func(state, input, output any) (bool, any) {
-			s := state.(model.State)
-			in, out := input.(Input), output.(Output)
-			return st.Step(s, in, out)
+	m := porcupine.NondeterministicModel{
+		Init: func() []any { return []any{st.Init()} },
+		Step: func(state, input, output any) []any {
+			var next []any
+			for _, n := range st.Steps(state.(model.State), input.(Input), output.(Output)) {
+				next = append(next, n)
+			}
+			return next
 		},
 		Equal: func(a, b any) bool {
 			x, y := a.(model.State), b.(model.State)
@@ -60,33 +65,58 @@ func PorcupineModel(st *Stepper, partition bool) porcupine.Model {
 			return out
 		}
 	}
-	return m
+	return m.ToModel()
 }
 
-// Step is the Porcupine step: is out a legal result of in in state s, and
-// what state follows. Attempt ids are fresh but need not be dense (another
-// partition may have used the ids between), so an observed id at or above
-// the model's next id is taken as the fresh id.
-func (st *Stepper) Step(s model.State, in Input, out Output) (bool, model.State) {
+// Steps is the Porcupine step: the states that may follow s when in
+// returns out (none: out is not a legal result of in in s). Attempt ids are
+// fresh but need not be dense (another partition may have used the ids
+// between), so an observed id at or above the model's next id is taken as
+// the fresh id.
+//
+// A windowed Release (Input.Window) that makes its binding idle sets the
+// idle deadline from its one reading of the clock, taken before the lease
+// ends: any value the clock held from the call (Input.Clock) to the
+// linearization point (s.Now), so each is a possible next state. The spec's
+// Release reads now at its step; a clock update that lands inside the call
+// may or may not be in the reading.
+func (st *Stepper) Steps(s model.State, in Input, out Output) []model.State {
 	if in.Op == OpAcquire && out.Kind == OutCancelled {
-		return true, s // gave up waiting: no effect
+		return []model.State{s} // gave up waiting: no effect
 	}
 	if (out.Kind == OutDispatched || out.Kind == OutCommitted) &&
 		(in.Op == OpBeginDispatch || in.Op == OpCommitAccepted) {
 		if out.Attempt < uint64(s.NextAttempt) {
-			return false, s // an attempt id reused
+			return nil // an attempt id reused
 		}
 		s = s.Clone()
 		s.NextAttempt = int(out.Attempt)
 	}
 	want, next, ok := st.Expect(s, in)
 	if !ok || want != out {
-		return false, s
+		return nil
 	}
 	if in.Op == OpAcquire && want.Kind == OutWouldWait {
-		return false, s // a blocking Acquire returns only once the key is free
+		return nil // a blocking Acquire returns only once the key is free
 	}
-	return true, next
+	if in.Op != OpRelease || !in.Window || in.Again {
+		return []model.State{next}
+	}
+	k := s.Req[in.Client].Key
+	if k == model.None {
+		return []model.State{next}
+	}
+	if e, n := s.Table[k], next.Table[k]; e.St != model.Bound || n.St != model.Bound ||
+		e.Attempt != n.Attempt || e.Leases != 1 || n.Leases != 0 {
+		return []model.State{next} // not the last lease: no idle deadline set
+	}
+	var states []model.State
+	for c := in.Clock; c <= s.Now; c++ {
+		n := next.Clone()
+		n.Table[k].Deadline = c + st.M.Cfg.TTL
+		states = append(states, n)
+	}
+	return states
 }
 
 func describeState(st *Stepper, s *model.State) string {

@@ -35,6 +35,10 @@ func checkRun(t *testing.T, run *Run, timeout time.Duration) porcupine.CheckResu
 		res = porcupine.Illegal
 		h.Note = fmt.Sprintf("%d blocking Acquires waited %v: lost wake-up", run.Stuck, WaitLimit)
 	}
+	if run.EventErr != nil {
+		res = porcupine.Illegal
+		h.Note = fmt.Sprintf("Observer events out of order: %v", run.EventErr)
+	}
 	if dir := os.Getenv("LINEARIZABILITY_SAVE"); dir != "" && res == porcupine.Ok {
 		h.Result = string(res)
 		if b, err := json.MarshalIndent(h, "", " "); err == nil {
@@ -66,8 +70,8 @@ func TestLinearizable(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		t.Logf("seed %d: %d ops, shape %+v, partitioned %v, GOMAXPROCS %d, overlap %.0f%%",
-			seed, len(run.History), plan.Shape, plan.Partitioned, plan.Procs, 100*run.Overlap)
+		t.Logf("seed %d: %d ops, %d events, shape %+v, partitioned %v, hot %v, GOMAXPROCS %d, overlap %.0f%%",
+			seed, len(run.History), run.Events, plan.Shape, plan.Partitioned, plan.Hot, plan.Procs, 100*run.Overlap)
 		if checkRun(t, run, 60*time.Second) != porcupine.Ok && os.Getenv("LINEARIZABILITY_FAILFAST") != "" {
 			t.FailNow()
 		}

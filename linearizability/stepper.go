@@ -9,11 +9,20 @@ import (
 
 // Stepper is the sequential specification: it says, with the model's own
 // transition functions, what each operation returns and how the model
-// state moves. After every operation the model state is settled: every
-// enabled ReservationTimeout, DispatchTimeout, Expire and DropStale is
-// applied. That is one of the interleavings the spec allows, and the one a
-// coordinator on a manual clock exhibits (Advance reclaims; expired and
-// stale entries read as absent to every operation).
+// state moves.
+//
+// After every operation every enabled ReservationTimeout and
+// DispatchTimeout is applied: the implementation applies them lazily, but
+// every operation on the key does so under the key's lock with the clock
+// it reads there, so none can tell lazy from eager, and applying them
+// keeps the requests' program counters (Revoked, Late) in step.
+//
+// Expire and DropStale are not applied eagerly: an expired or stale
+// binding stays in the model's table as "expired (or stale) but not yet
+// swept", reading as absent to every operation, until a sweep (Reap, or an
+// Advance that is not Lazy) or an operation on its key removes it. That is
+// what the spec allows and what a coordinator whose clock moves without
+// sweeping (the runtime clock between reaper ticks, ManualClock.Set) does.
 type Stepper struct {
 	M *model.Model
 }
@@ -41,17 +50,23 @@ func NewStepper(sh Shape) (*Stepper, error) {
 // Init returns the initial model state.
 func (st *Stepper) Init() model.State { return st.M.Init() }
 
-// Settle applies every enabled timeout, expiry and stale drop.
+// Settle applies every enabled ReservationTimeout and DispatchTimeout.
 func (st *Stepper) Settle(s model.State) model.State {
-	for changed := true; changed; {
-		changed = false
-		for k := range s.Table {
-			for _, f := range []func(*model.State, int) (model.State, model.Result, bool){
-				st.M.ReservationTimeout, st.M.DispatchTimeout, st.M.Expire, st.M.DropStale,
-			} {
-				if n, _, ok := f(&s, k); ok {
-					s, changed = n, true
-				}
+	return st.apply(s, st.M.ReservationTimeout, st.M.DispatchTimeout)
+}
+
+// Sweep applies every enabled Expire and DropStale: what a reaper tick
+// does. An operation cannot tell a swept binding from an expired or stale
+// one that is still in the table.
+func (st *Stepper) Sweep(s model.State) model.State {
+	return st.apply(s, st.M.Expire, st.M.DropStale)
+}
+
+func (st *Stepper) apply(s model.State, actions ...func(*model.State, int) (model.State, model.Result, bool)) model.State {
+	for k := range s.Table {
+		for _, f := range actions {
+			if n, _, ok := f(&s, k); ok {
+				s = n
 			}
 		}
 	}
@@ -175,10 +190,25 @@ func (st *Stepper) expect(s model.State, in Input) (Output, model.State, bool) {
 		if in.Key < 0 || in.Key >= len(s.Table) {
 			return Output{}, s, false
 		}
+		if e := &s.Table[in.Key]; e.St == model.Bound && !m.LiveBound(&s, e) {
+			// Expired or stale: Expire or DropStale, then nothing to remove.
+			n, _, _ := m.Expire(&s, in.Key)
+			if m.Stale(&s, e) {
+				n, _, _ = m.DropStale(&s, in.Key)
+			}
+			return Output{Kind: OutNone}, n, true
+		}
 		if n, _, ok := m.InvalidateKey(&s, in.Key); ok {
 			return Output{Kind: OutRemoved}, n, true
 		}
 		return Output{Kind: OutNone}, s, true
+	case OpQuery:
+		if in.Key < 0 || in.Key >= len(s.Table) {
+			return Output{}, s, false
+		}
+		return st.Observe(&s, in.Key).Output(), s, true
+	case OpReap:
+		return Output{Kind: OutOK}, st.Sweep(s), true
 	case OpBump:
 		if in.Target < 0 || in.Target >= len(s.Gen) {
 			return Output{}, s, false
@@ -192,6 +222,9 @@ func (st *Stepper) expect(s model.State, in Input) (Output, model.State, bool) {
 		n, _, ok := m.Advance(&s, s.Now+in.By)
 		if !ok {
 			return Output{}, s, false
+		}
+		if !in.Lazy {
+			n = st.Sweep(st.Settle(n))
 		}
 		return Output{Kind: OutOK}, n, true
 	}
@@ -208,8 +241,14 @@ type Observed struct {
 	Closing bool
 }
 
-// Observe derives key k's observable state from the model state (after
-// Settle, nothing in it is expired or stale).
+// Output is the Query output that reports o.
+func (o Observed) Output() Output {
+	return Output{Kind: OutOK, State: o.State, Target: o.Target, Gen: o.Gen, Attempt: o.Attempt,
+		Leases: o.Leases, Closing: o.Closing}
+}
+
+// Observe derives key k's observable state from the model state: an
+// expired or stale binding reads as Absent.
 func (st *Stepper) Observe(s *model.State, k int) Observed {
 	e := s.Table[k]
 	switch e.St {

@@ -183,7 +183,19 @@ func (s *System) Do(ctx context.Context, in Input) Output {
 	case OpBump:
 		return Output{Kind: OutOK, Gen: s.C.BumpGeneration(in.Target)}
 	case OpAdvance:
+		if in.Lazy {
+			return errOutput(s.Clock.SetBy(time.Duration(in.By) * Unit))
+		}
 		return errOutput(s.Clock.AdvanceBy(time.Duration(in.By) * Unit))
+	case OpQuery:
+		o, err := s.Observe(in.Key)
+		if err != nil {
+			return errOutput(err)
+		}
+		return o.Output()
+	case OpReap:
+		s.Clock.Reclaim()
+		return Output{Kind: OutOK}
 	}
 	return Output{Kind: OutError, Err: "unknown operation " + in.Op.String()}
 }

@@ -44,7 +44,7 @@ done
 check linearizability-campaign env LINEARIZABILITY_SEEDS=32 LINEARIZABILITY_OPS=1000 LINEARIZABILITY_SEED=1000 \
   go test -count=1 -run 'TestLinearizable$' -v ./linearizability/
 check bug-zoo go run ./linearizability/cmd/mutants
-check fuzz make fuzz FUZZTIME=10s
+check fuzz make fuzz FUZZTIME=50000x
 check bench-smoke make bench-smoke
 check tlc spec/tla/tlc.sh
 echo

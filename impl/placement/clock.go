@@ -60,6 +60,22 @@ func (c *ManualClock) Set(to time.Duration) error {
 	return nil
 }
 
+// SetBy moves the clock forward by d without reclaiming (see Set),
+// atomically: two concurrent SetBy calls both take effect.
+func (c *ManualClock) SetBy(d time.Duration) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	to, err := c.by(d)
+	if err == nil {
+		err = c.check(to)
+	}
+	if err != nil {
+		return err
+	}
+	c.t.Store(to)
+	return nil
+}
+
 // Reclaim runs, at the current time, the sweep that Advance runs after it
 // moves the clock: in every attached coordinator, idle bindings past their
 // deadline expire, stale ones are dropped and initializations past theirs
@@ -78,14 +94,23 @@ func (c *ManualClock) Reclaim() {
 func (c *ManualClock) AdvanceBy(d time.Duration) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	to, err := c.by(d)
+	if err != nil {
+		return err
+	}
+	return c.advanceLocked(to)
+}
+
+// by is the time d after now, if d is not negative and it does not overflow.
+func (c *ManualClock) by(d time.Duration) (int64, error) {
 	now := c.t.Load()
 	if d < 0 {
-		return &ClockError{Now: now, To: now + int64(d), Reason: "time would go backwards"}
+		return 0, &ClockError{Now: now, To: now + int64(d), Reason: "time would go backwards"}
 	}
 	if int64(d) > math.MaxInt64-now {
-		return &ClockError{Now: now, To: math.MaxInt64, Reason: "the time would overflow"}
+		return 0, &ClockError{Now: now, To: math.MaxInt64, Reason: "the time would overflow"}
 	}
-	return c.advanceLocked(now + int64(d))
+	return now + int64(d), nil
 }
 
 // check refuses a move to to that goes backwards or makes a deadline

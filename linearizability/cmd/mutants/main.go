@@ -29,6 +29,8 @@ var variants = []struct{ name, doc string }{
 	{"LosesWakeup", "waiters are not woken when a reservation is cancelled"},
 	{"CapacityOffByOne", "a full table admits one more entry"},
 	{"ResolveIgnoresGeneration", "Resolve is fenced by attempt only"},
+	{"ExpiryWithoutKill", "Query reports an expired binding gone without winning its word (a hit that read the clock first still takes a lease)"},
+	{"TornQueryRead", "Query reads the binding word, then the clock, and judges expiry from the two"},
 }
 
 // The checkers, in the order they are tried.

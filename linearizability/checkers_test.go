@@ -1,0 +1,79 @@
+package linearizability
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/placementlab/placement/impl/placement"
+	"github.com/placementlab/placement/model"
+)
+
+// The event-order checker must catch what it promises: an event its key's
+// earlier events make impossible (the review's "Reserved, Removed,
+// Expired"), and a key's Seq going backwards.
+func TestLifecycle_CatchesOutOfOrderEvents(t *testing.T) {
+	ev := func(k placement.EventKind, key string, seq uint64) placement.Event {
+		return placement.Event{Kind: k, Key: key, Seq: seq}
+	}
+	cases := []struct {
+		name string
+		evs  []placement.Event
+		want string // "" for a legal stream
+	}{
+		{"lifecycle", []placement.Event{ev(placement.EventReserved, "a", 1), ev(placement.EventReserved, "b", 2),
+			ev(placement.EventQuarantined, "a", 3), ev(placement.EventResolved, "a", 4), ev(placement.EventExpired, "a", 5),
+			ev(placement.EventCommitted, "b", 6), ev(placement.EventRemoved, "b", 7), ev(placement.EventCapacityRejected, "b", 8)}, ""},
+		{"review's example", []placement.Event{ev(placement.EventReserved, "a", 1), ev(placement.EventRemoved, "a", 2),
+			ev(placement.EventExpired, "a", 3)}, "Expired (attempt 0, seq 3) cannot follow state Absent"},
+		{"reserve over a binding", []placement.Event{ev(placement.EventReserved, "a", 1), ev(placement.EventCommitted, "a", 2),
+			ev(placement.EventReserved, "a", 3)}, "cannot follow state Bound"},
+		{"seq backwards", []placement.Event{ev(placement.EventReserved, "a", 2), ev(placement.EventRemoved, "a", 1)},
+			"has seq 1 after seq 2"},
+	}
+	for _, c := range cases {
+		var l Lifecycle
+		for _, e := range c.evs {
+			l.Observe(e)
+		}
+		err := l.Err()
+		if (c.want == "") != (err == nil) || err != nil && !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: %v, want %q", c.name, err, c.want)
+		}
+	}
+}
+
+// A windowed Release that makes its binding idle may take its deadline from
+// any clock value between its call and its linearization point, and from no
+// other; one that leaves other leases, or has no window, is deterministic.
+func TestSteps_ReleaseWindow(t *testing.T) {
+	st, err := NewStepper(Shape{Clients: 2, Keys: 1, Targets: 1, Capacity: 1, TTL: 2, InitTimeout: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := st.Init()
+	step := func(in Input, out Output) []model.State {
+		t.Helper()
+		next := st.Steps(s, in, out)
+		if len(next) == 0 {
+			t.Fatalf("%s -> %s refused in\n%s", in, out, st.M.FormatState(&s))
+		}
+		return next
+	}
+	s = step(Input{Op: OpTryAcquire}, Output{Kind: OutReserved})[0]
+	s = step(Input{Op: OpCommitAccepted, Gen: 1}, Output{Kind: OutCommitted, Gen: 1, Attempt: 1})[0]
+	s = step(Input{Op: OpAdvance, By: 3, Lazy: true}, Output{Kind: OutOK})[0]
+	release := Input{Op: OpRelease, Window: true, Clock: 1}
+	var deadlines []int64
+	for _, n := range step(release, Output{Kind: OutOK}) {
+		deadlines = append(deadlines, n.Table[0].Deadline)
+	}
+	if len(deadlines) != 3 || deadlines[0] != 3 || deadlines[2] != 5 {
+		t.Fatalf("deadlines %v, want [3 4 5] (clock 1..3 plus TTL 2)", deadlines)
+	}
+	if n := st.Steps(s, Input{Op: OpRelease}, Output{Kind: OutOK}); len(n) != 1 || n[0].Table[0].Deadline != 5 {
+		t.Fatalf("a Release without a window: %d states", len(n))
+	}
+	if n := st.Steps(s, Input{Op: OpRelease, Window: true, Clock: 4}, Output{Kind: OutOK}); len(n) != 0 {
+		t.Fatalf("a Release that read a clock later than its linearization point was accepted")
+	}
+}
