@@ -339,4 +339,3 @@ func TestStress_ObserverOrderPerKey(t *testing.T) {
 		t.Fatal("too thin")
 	}
 }
-
