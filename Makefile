@@ -5,7 +5,8 @@
 #   make tlc      re-run TLC (needs TLA2TOOLS_JAR) and record its results as data
 #   make bench    the benchmark table (FULL=1 for 1e6 bindings); make benchstat OLD= NEW=
 #   make mutants  the bug zoo: every broken variant must be caught
-#   make fuzz     the fuzz campaign (FUZZTIME per target)
+#   make fuzz     the fuzz pass (FUZZTIME inputs per target)
+#   make campaign the nightly campaign: long stress tests, a long Porcupine run, a long fuzz pass
 
 SHELL       := /bin/bash
 .SHELLFLAGS := -o pipefail -c
@@ -13,7 +14,7 @@ GO          ?= go
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 CONFIGS     := $(wildcard spec/tla/MC*.cfg)
 
-.PHONY: test lint race conformance explore bench-smoke mutants fuzz verify tlc bench benchstat
+.PHONY: test lint race conformance explore bench-smoke mutants fuzz campaign verify tlc bench benchstat
 
 test: lint race conformance explore bench-smoke mutants
 
@@ -55,6 +56,16 @@ fuzz:
 	  echo "fuzz: $$t for $(FUZZTIME)"; \
 	  $(GO) test -run '^$$' -fuzz "^$$t$$" -fuzztime $(FUZZTIME) ./fuzz/ || exit 1; \
 	done
+
+# The nightly campaign: every stress test for CAMPAIGN_STRESS at GOMAXPROCS 8,
+# a long Porcupine run under the race detector, and a long fuzz pass.
+CAMPAIGN_STRESS ?= 2m
+campaign:
+	PLACEMENT_STRESS=$(CAMPAIGN_STRESS) $(GO) test -race -count=1 -timeout 0 -v \
+	  -run 'Stress|EpochWrap|CloseDuringCapacitySweep' ./impl/placement/ ./linearizability/ | grep -E '^(---|ok|FAIL)|stress_test'
+	LINEARIZABILITY_SEEDS=400 LINEARIZABILITY_OPS=2000 LINEARIZABILITY_SEED=100000 \
+	  $(GO) test -race -count=1 -timeout 0 -run 'TestLinearizable$$' -v ./linearizability/ | grep -E '^(---|ok|FAIL)|operations checked|Illegal'
+	$(MAKE) fuzz FUZZTIME=3000000x
 
 verify:
 	@scripts/verify.sh

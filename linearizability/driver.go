@@ -239,9 +239,9 @@ func chooseHot(sys *System, in Input, pick func(n int) int) (Input, bool) {
 		return in, pick(8) != 0
 	case HoldsNothing:
 		switch c := pick(20); {
-		case c < 8:
+		case c < 5:
 			in.Op, in.Key = OpTryAcquire, pick(sys.Shape.Keys)
-		case c < 14:
+		case c < 13:
 			in.Op, in.Key = OpQuery, pick(sys.Shape.Keys)
 		case c < 17:
 			in.Op, in.By, in.Lazy = OpAdvance, sys.Shape.TTL, true

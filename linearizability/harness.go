@@ -39,7 +39,7 @@ func DrawPlan(seed uint64, ops int) Plan {
 			Capacity: 1 + rng.IntN(2), TTL: 1 + int64(rng.IntN(2)), InitTimeout: 1 + int64(rng.IntN(2))}
 	case 3:
 		p.Hot, p.Procs = true, 2+rng.IntN(3)
-		p.Shape = Shape{Clients: 4 + rng.IntN(3), Keys: 1, Targets: 1, Capacity: 1, TTL: 1, InitTimeout: 2}
+		p.Shape = Shape{Clients: 3 + rng.IntN(2), Keys: 1, Targets: 1, Capacity: 1, TTL: 1, InitTimeout: 2}
 	default:
 		keys := 3 + rng.IntN(4)
 		p.Partitioned = true

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"math"
-	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -180,7 +179,7 @@ func (c *Coordinator[T]) tryHit(key string) (Lease[T], bool) {
 			return Lease[T]{}, false
 		}
 		if mutant("ExpiryWithoutKill") {
-			runtime.Gosched() // widen the window between the clock reading and the swap
+			widenWindow() // between the clock reading and the swap
 		}
 		if l, ok := c.take(b, w); ok {
 			return l, true

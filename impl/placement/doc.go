@@ -36,11 +36,12 @@
 //	Release, Abandon    Lease.Release, Lease.Abandon
 //	Invalidate, Close   Lease.Invalidate, Lease.Close
 //	InvalidateKey       Coordinator.InvalidateKey
-//	Expire, DropStale   the reaper's sweep, lazily in Acquire; a ManualClock's Advance
+//	Expire, DropStale   the reaper's sweep; lazily in Acquire, Query and InvalidateKey;
+//	                    a ManualClock's Advance or Reclaim (not Set)
 //	ReservationTimeout  lazily on access, and the sweep
 //	DispatchTimeout     lazily on access, and the sweep
 //	Bump                Coordinator.BumpGeneration
-//	Advance             ManualClock.Advance
+//	Advance             ManualClock.Advance, AdvanceBy, Set, SetBy
 //
 // # Concurrency
 //
@@ -51,4 +52,19 @@
 // makes a session's lease single-use; see entry.go). The entry holds its
 // key's bytes and its first binding in one allocation. Every other path
 // locks only its key's entry.
+//
+// Expiry is a change to the binding word: whoever reports or acts on an
+// idle binding being past its deadline (a sweep, an Acquire, Query,
+// InvalidateKey) first wins the word by marking the binding dead, so a hit
+// that read the clock before the deadline passed can no longer take a
+// lease on it; a hit that wins the word first keeps the binding alive. So
+// a binding reported gone stays gone, with whatever clock: the runtime
+// clock moves between reaper ticks without reclaiming anything, as
+// ManualClock.Set does. Release sets the idle deadline from one reading of
+// the clock taken before its lease ends, so a clock update that lands
+// during the call may or may not count toward it.
+//
+// The Observer receives each key's events in the order they happened (see
+// Event); operations on one key are linearizable with respect to the model
+// (linearizability/ checks it with Porcupine).
 package placement

@@ -1,7 +1,6 @@
 package placement
 
 import (
-	"runtime"
 	"sync/atomic"
 )
 
@@ -137,7 +136,7 @@ func (c *Coordinator[T]) Query(key string) (Info[T], error) {
 		}
 		w := b.word.Load()
 		if mutant("TornQueryRead") {
-			runtime.Gosched() // widen the window between the word and the clock
+			widenWindow() // between the word and the clock
 			if w&deadBit == 0 && !b.stale() && !b.expiredAt(w, c.now()) {
 				return boundInfo(b, w), nil
 			}

@@ -69,7 +69,7 @@ func run() int {
 	failed := 0
 	// The checkers must pass on the unbroken build (same binary, no variant).
 	for _, c := range checkers {
-		if ok, _, detail := runChecker(bins[c.pkg], c.pkg, reports, "", c.test); !ok {
+		if ok, _, detail := runChecker(bins[c.pkg], c.pkg, reports, "", c.test, 1); !ok {
 			fmt.Printf("mutants: %s fails without any variant: %s\n", c.name, detail)
 			failed++
 		}
@@ -82,7 +82,7 @@ func run() int {
 		// up to two more rounds with fresh seeds before it counts as a hole.
 		for round := 1; round <= 3 && by == "NOBODY"; round++ {
 			for _, c := range checkers {
-				ok, d, det := runChecker(bins[c.pkg], c.pkg, reports, v.name, c.test)
+				ok, d, det := runChecker(bins[c.pkg], c.pkg, reports, v.name, c.test, round)
 				took += d
 				if !ok {
 					by, detail = c.name, det
@@ -108,11 +108,15 @@ func run() int {
 var divergence = regexp.MustCompile(`returned [^\n]*? the model says [^\n\s]*|reads \{[^}]*\}[^\n]*?model says \{[^}]*\}|is Illegal[^;]*|lost wake-up`)
 
 // runChecker runs one checker with the variant set; ok is true when it passes.
-func runChecker(bin, dir, reports, variant, test string) (ok bool, took time.Duration, detail string) {
+// Each round draws fresh seeds: rapid's are random; Porcupine's plans start
+// at a different seed per round (128 plans, 32 of them hot sessions, whose
+// races need the scheduler's luck).
+func runChecker(bin, dir, reports, variant, test string, round int) (ok bool, took time.Duration, detail string) {
 	cmd := exec.Command(bin, "-test.run", "^"+test+"$", "-test.count=1", "-rapid.nofailfile", "-rapid.checks=3000")
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), "PLACEMENT_MUTANT="+variant, "LINEARIZABILITY_REPORT_DIR="+reports,
-		"LINEARIZABILITY_WAIT_LIMIT=500ms", "LINEARIZABILITY_FAILFAST=1")
+		"LINEARIZABILITY_WAIT_LIMIT=500ms", "LINEARIZABILITY_FAILFAST=1", "LINEARIZABILITY_SEEDS=128",
+		fmt.Sprintf("LINEARIZABILITY_SEED=%d", 1+1000*(round-1)))
 	start := time.Now()
 	out, err := cmd.CombinedOutput()
 	took = time.Since(start)
