@@ -34,7 +34,7 @@ conformance:
 explore:
 	@$(GO) build -o .bin/explore ./model/cmd/explore
 	@for cfg in $(CONFIGS); do \
-	  case $$cfg in *MCBug*) flag=-expect-violation ;; *) flag= ;; esac; \
+	  case $$cfg in *MCBug*|*MCWitness*) flag=-expect-violation ;; *) flag= ;; esac; \
 	  .bin/explore -q $$flag -config $$cfg || exit 1; \
 	done
 

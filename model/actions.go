@@ -58,12 +58,16 @@ type Model struct {
 
 // ops are the definitions a TLC config may override (`Name <- Variant`).
 type ops struct {
-	Acquire  func(m *Model, s *State, r, k int) (State, Result, bool)
-	Complete func(m *Model, s *State, r int, o Outcome) (State, Result, bool)
-	Resolve  func(m *Model, s *State, k, a, g int, o Resolution) (State, Result, bool)
-	Expire   func(m *Model, s *State, k int) (State, Result, bool)
-	Close    func(m *Model, s *State, r int) (State, Result, bool)
-	Room     func(m *Model, s *State, k int) bool
+	Acquire         func(m *Model, s *State, r, k int) (State, Result, bool)
+	BeginDispatch   func(m *Model, s *State, r, t int) (State, Result, bool)
+	Complete        func(m *Model, s *State, r int, o Outcome) (State, Result, bool)
+	Resolve         func(m *Model, s *State, k, a, g int, o Resolution) (State, Result, bool)
+	EndLease        func(m *Model, s *State, r int, refresh bool) (State, Result, bool)
+	Invalidate      func(m *Model, s *State, r int) (State, Result, bool)
+	Expire          func(m *Model, s *State, k int) (State, Result, bool)
+	DispatchTimeout func(m *Model, s *State, k int) (State, Result, bool)
+	Close           func(m *Model, s *State, r int) (State, Result, bool)
+	Room            func(m *Model, s *State, k int) bool
 	// weakWaiterFairness replaces the waiters' strong fairness with weak.
 	weakWaiterFairness bool
 }
@@ -74,12 +78,16 @@ func New(cfg Config) (*Model, error) {
 		return nil, err
 	}
 	return &Model{Cfg: cfg, ops: ops{
-		Acquire:  acquire,
-		Complete: complete,
-		Resolve:  resolve,
-		Expire:   expire,
-		Close:    closeLease,
-		Room:     room,
+		Acquire:         acquire,
+		BeginDispatch:   beginDispatch,
+		Complete:        complete,
+		Resolve:         resolve,
+		EndLease:        endLease,
+		Invalidate:      invalidate,
+		Expire:          expire,
+		DispatchTimeout: dispatchTimeout,
+		Close:           closeLease,
+		Room:            room,
 	}}, nil
 }
 
@@ -210,6 +218,15 @@ func (m *Model) Cancel(s *State, r int) (State, Result, bool) {
 // BeginDispatch(r, t): dispatch to t under a fresh attempt id and t's
 // current generation.
 func (m *Model) BeginDispatch(s *State, r, t int) (State, Result, bool) {
+	return m.ops.BeginDispatch(m, s, r, t)
+}
+
+func beginDispatch(m *Model, s *State, r, t int) (State, Result, bool) {
+	return dispatchUnder(m, s, r, t, s.Gen[t])
+}
+
+// dispatchUnder is BeginDispatch recording generation g for target t.
+func dispatchUnder(m *Model, s *State, r, t, g int) (State, Result, bool) {
 	q := s.Req[r]
 	if q.Pc != PcReserved && q.Pc != PcRevoked {
 		return State{}, noResult, false
@@ -224,10 +241,10 @@ func (m *Model) BeginDispatch(s *State, r, t int) (State, Result, bool) {
 	}
 	n := s.Clone()
 	a := s.NextAttempt
-	n.Table[q.Key] = dispatchingEntry(r, a, t, s.Gen[t], s.Now+m.Cfg.InitTimeout)
+	n.Table[q.Key] = dispatchingEntry(r, a, t, g, s.Now+m.Cfg.InitTimeout)
 	n.Req[r] = reqAt(PcDispatching, q.Key, a)
 	n.NextAttempt = a + 1
-	return n, Result{Kind: ResDispatched, Target: t, Gen: s.Gen[t], Attempt: a}, true
+	return n, Result{Kind: ResDispatched, Target: t, Gen: g, Attempt: a}, true
 }
 
 // CurrentAttempt reports whether the attempt request r's dispatch guard
@@ -323,9 +340,13 @@ func (m *Model) HoldsLease(s *State, r int) bool {
 	return e.St == Bound && e.Attempt == q.Attempt
 }
 
-// endLease: the count drops; a closing binding goes at its last lease; a
-// lease on a superseded version changes nothing but itself.
-func (m *Model) endLease(s *State, r int, refresh bool) (State, Result, bool) {
+// EndLease(r, refresh): the count drops; a closing binding goes at its last
+// lease; a lease on a superseded version changes nothing but itself.
+func (m *Model) EndLease(s *State, r int, refresh bool) (State, Result, bool) {
+	return m.ops.EndLease(m, s, r, refresh)
+}
+
+func endLease(m *Model, s *State, r int, refresh bool) (State, Result, bool) {
 	q := s.Req[r]
 	if q.Pc != PcHolding {
 		return State{}, noResult, false
@@ -349,14 +370,16 @@ func (m *Model) endLease(s *State, r int, refresh bool) (State, Result, bool) {
 }
 
 // Release(r): the request is done; at zero leases the idle deadline restarts.
-func (m *Model) Release(s *State, r int) (State, Result, bool) { return m.endLease(s, r, true) }
+func (m *Model) Release(s *State, r int) (State, Result, bool) { return m.EndLease(s, r, true) }
 
 // Abandon(r): the lease ends without refreshing the idle deadline.
-func (m *Model) Abandon(s *State, r int) (State, Result, bool) { return m.endLease(s, r, false) }
+func (m *Model) Abandon(s *State, r int) (State, Result, bool) { return m.EndLease(s, r, false) }
 
 // Invalidate(r): the binding is bad; remove it if still current, else act as
 // Release.
-func (m *Model) Invalidate(s *State, r int) (State, Result, bool) {
+func (m *Model) Invalidate(s *State, r int) (State, Result, bool) { return m.ops.Invalidate(m, s, r) }
+
+func invalidate(m *Model, s *State, r int) (State, Result, bool) {
 	q := s.Req[r]
 	if q.Pc != PcHolding {
 		return State{}, noResult, false
@@ -437,6 +460,10 @@ func (m *Model) ReservationTimeout(s *State, k int) (State, Result, bool) {
 // DispatchTimeout(k): dispatching too long -> quarantined; the guard is now
 // late and may still deliver the real result.
 func (m *Model) DispatchTimeout(s *State, k int) (State, Result, bool) {
+	return m.ops.DispatchTimeout(m, s, k)
+}
+
+func dispatchTimeout(m *Model, s *State, k int) (State, Result, bool) {
 	e := s.Table[k]
 	if e.St != Dispatching || e.Deadline > s.Now {
 		return State{}, noResult, false

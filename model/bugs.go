@@ -35,6 +35,39 @@ var variants = map[string]variant{
 	"BugWeakWaiterFairness": {"Fairness",
 		"waiters are retried under weak fairness only and can starve",
 		func(o *ops) { o.weakWaiterFairness = true }},
+	"BugAcquireHitsStale": {"Acquire",
+		"a binding whose target's generation moved on still counts as live: a hit takes a lease on it",
+		func(o *ops) { o.Acquire = bugAcquireHitsStale }},
+	"BugBeginDispatchStaleGeneration": {"BeginDispatch",
+		"a dispatch records the target's previous generation, not its current one",
+		func(o *ops) { o.BeginDispatch = bugBeginDispatchStaleGeneration }},
+	"BugCompleteAmbiguousRollsBack": {"Complete",
+		"an Ambiguous outcome while dispatching rolls back like DefinitelyNotAccepted (a silent replay)",
+		func(o *ops) { o.Complete = bugCompleteAmbiguousRollsBack }},
+	"BugCompleteAmbiguousBinds": {"Complete",
+		"an Ambiguous outcome while dispatching binds the key",
+		func(o *ops) { o.Complete = bugCompleteAmbiguousBinds }},
+	"BugCompleteLateAmbiguousClears": {"Complete",
+		"a late Ambiguous outcome clears the quarantine",
+		func(o *ops) { o.Complete = bugCompleteLateAmbiguousClears }},
+	"BugDispatchTimeoutClears": {"DispatchTimeout",
+		"the dispatch timeout makes the key absent instead of quarantining it",
+		func(o *ops) { o.DispatchTimeout = bugDispatchTimeoutClears }},
+	"BugEndLeaseKeepsClosing": {"EndLease",
+		"the last lease of a closing binding ends and leaves the binding bound",
+		func(o *ops) { o.EndLease = bugEndLeaseKeepsClosing }},
+	"BugInvalidateOldVersion": {"Invalidate",
+		"Invalidate through a lease on an older version removes the current binding",
+		func(o *ops) { o.Invalidate = bugInvalidateOldVersion }},
+	"BugExpireEarly": {"Expire",
+		"an idle binding is reclaimed one tick before its deadline",
+		func(o *ops) { o.Expire = bugExpireEarly }},
+	"BugRoomNever": {"Room",
+		"there is never room: nothing is ever bound, so binding properties hold vacuously",
+		func(o *ops) { o.Room = bugRoomNever }},
+	"BugRoomPerKeyCount": {"Room",
+		"room counts each other key on its own (a per-shard count), invisible with two keys",
+		func(o *ops) { o.Room = bugRoomPerKeyCount }},
 }
 
 // VariantNames lists the broken variants the model knows, sorted.
@@ -121,4 +154,105 @@ func bugResolveIgnoresGeneration(m *Model, s *State, k, a, g int, o Resolution) 
 
 func bugRoomOffByOne(m *Model, s *State, k int) bool {
 	return m.occupiedExcept(s, k) <= m.Cfg.Capacity // BUG: <= instead of <
+}
+
+func bugAcquireHitsStale(m *Model, s *State, r, k int) (State, Result, bool) {
+	e, q := s.Table[k], s.Req[r]
+	if e.St == Bound && !m.Expired(s, &e) && m.Stale(s, &e) && (q.Pc == PcIdle || q.Pc == PcWaiting && q.Key == k) {
+		n := s.Clone() // BUG: a stale binding counted as live
+		n.Table[k].Leases++
+		n.Req[r] = reqAt(PcHolding, k, e.Attempt)
+		return n, Result{Kind: ResHit, Target: e.Target, Gen: e.TGen, Attempt: e.Attempt}, true
+	}
+	return acquire(m, s, r, k)
+}
+
+func bugBeginDispatchStaleGeneration(m *Model, s *State, r, t int) (State, Result, bool) {
+	return dispatchUnder(m, s, r, t, max(s.Gen[t]-1, 1)) // BUG: the previous generation
+}
+
+// completeWithAmbiguous is Complete with the Ambiguous outcome of a current
+// attempt settled as o2 when cond holds of its entry.
+func completeWithAmbiguous(m *Model, s *State, r int, o Outcome, cond func(*Entry) bool, o2 Outcome) (State, Result, bool) {
+	q := s.Req[r]
+	if o == Ambiguous && (q.Pc == PcDispatching || q.Pc == PcLate) && m.CurrentAttempt(s, r) && cond(&s.Table[q.Key]) {
+		return settle(m, s, s.Clone(), r, o2) // BUG
+	}
+	return complete(m, s, r, o)
+}
+
+func dispatching(e *Entry) bool { return e.St == Dispatching }
+func quarantined(e *Entry) bool { return e.St == Quarantined }
+
+func bugCompleteAmbiguousRollsBack(m *Model, s *State, r int, o Outcome) (State, Result, bool) {
+	return completeWithAmbiguous(m, s, r, o, dispatching, DefinitelyNotAccepted)
+}
+
+func bugCompleteAmbiguousBinds(m *Model, s *State, r int, o Outcome) (State, Result, bool) {
+	return completeWithAmbiguous(m, s, r, o, dispatching, Accepted)
+}
+
+func bugCompleteLateAmbiguousClears(m *Model, s *State, r int, o Outcome) (State, Result, bool) {
+	return completeWithAmbiguous(m, s, r, o, quarantined, DefinitelyNotAccepted)
+}
+
+func bugDispatchTimeoutClears(m *Model, s *State, k int) (State, Result, bool) {
+	e := s.Table[k]
+	if e.St != Dispatching || e.Deadline > s.Now {
+		return State{}, noResult, false
+	}
+	n := s.Clone()
+	n.Table[k] = AbsentEntry // BUG: not quarantined
+	n.Req[e.Holder].Pc = PcLate
+	return n, Result{Kind: ResRemoved, Target: None}, true
+}
+
+func bugEndLeaseKeepsClosing(m *Model, s *State, r int, refresh bool) (State, Result, bool) {
+	q := s.Req[r]
+	if q.Pc == PcHolding && m.HoldsLease(s, r) && s.Table[q.Key].Closing && s.Table[q.Key].Leases == 1 {
+		n := s.Clone() // BUG: the closing binding stays, with no lease
+		n.Req[r] = IdleReq
+		n.Table[q.Key].Leases = 0
+		if refresh {
+			n.Table[q.Key].Deadline = s.Now + m.Cfg.TTL
+		}
+		return n, Result{Kind: ResEnded, Target: None, Attempt: q.Attempt}, true
+	}
+	return endLease(m, s, r, refresh)
+}
+
+func bugInvalidateOldVersion(m *Model, s *State, r int) (State, Result, bool) {
+	q := s.Req[r]
+	if q.Pc != PcHolding {
+		return State{}, noResult, false
+	}
+	n := s.Clone()
+	n.Req[r] = IdleReq
+	if s.Table[q.Key].St == Bound {
+		n.Table[q.Key] = AbsentEntry // BUG: whatever version is bound
+	}
+	return n, Result{Kind: ResEnded, Target: None, Attempt: q.Attempt}, true
+}
+
+func bugRoomNever(*Model, *State, int) bool { return false }
+
+func bugRoomPerKeyCount(m *Model, s *State, k int) bool {
+	for j := range s.Table {
+		if j == k {
+			continue
+		}
+		n := 0
+		if m.Occupies(s, &s.Table[j]) {
+			n = 1 // BUG: each other key counted on its own
+		}
+		if n >= m.Cfg.Capacity {
+			return false
+		}
+	}
+	return true
+}
+
+func bugExpireEarly(m *Model, s *State, k int) (State, Result, bool) {
+	e := &s.Table[k]
+	return m.removeIf(s, k, e.St == Bound && e.Leases == 0 && e.Deadline <= s.Now+1) // BUG: + 1
 }

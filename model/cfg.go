@@ -16,6 +16,7 @@ type TLCConfig struct {
 	Specification string
 	Invariants    []string
 	Properties    []string
+	View          string   // the VIEW: must be View, the state without the ghost step
 	Header        []string // the leading comment lines, without `\*`
 }
 
@@ -76,6 +77,8 @@ func ParseTLCConfig(path, text string) (*TLCConfig, error) {
 			c.Invariants = append(c.Invariants, fields...)
 		case "PROPERTIES":
 			c.Properties = append(c.Properties, fields...)
+		case "VIEW":
+			c.View = rest
 		case "":
 			return nil, fmt.Errorf("%s:%d: text outside any section: %q", path, i+1, rest)
 		default:
@@ -84,6 +87,11 @@ func ParseTLCConfig(path, text string) (*TLCConfig, error) {
 	}
 	if c.Specification != "Spec" {
 		return nil, fmt.Errorf("%s: SPECIFICATION must be Spec, got %q", path, c.Specification)
+	}
+	if c.View != "View" {
+		// The model's states are the spec's view: its variables without the
+		// ghost step label. TLC must count the same states.
+		return nil, fmt.Errorf("%s: VIEW must be View (the state without the ghost step), got %q", path, c.View)
 	}
 	return c, nil
 }

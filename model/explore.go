@@ -22,12 +22,17 @@ func OptionsFor(c *TLCConfig) (Options, error) {
 	for _, n := range c.Invariants {
 		inv, ok := Invariants[n]
 		if !ok {
+			inv, ok = WitnessInvariants[n]
+		}
+		if !ok {
 			return o, fmt.Errorf("%s: the model has no invariant %s", c.Path, n)
 		}
 		o.Invariants = append(o.Invariants, inv)
 	}
 	for _, n := range c.Properties {
 		if p, ok := ActionProperties[n]; ok {
+			o.Actions = append(o.Actions, p)
+		} else if p, ok := WitnessActions[n]; ok {
 			o.Actions = append(o.Actions, p)
 		} else if p, ok := LivenessProperties[n]; ok {
 			o.Liveness = append(o.Liveness, p)
@@ -166,15 +171,15 @@ func (m *Model) Explore(opts Options) (*Report, error) {
 			}
 			rep.Generated++
 			rep.Coverage[l.Act]++
-			if !t.Equal(&s) {
-				for _, p := range opts.Actions {
-					if !p.Holds(m, &s, t) {
-						tr := trace(cur)
-						tr = append(tr, Step{Action: m.Format(l), State: t.Clone()})
-						rep.Violation = &Violation{Property: p.Name, Kind: "action property", Trace: tr}
-						stop = true
-						return
-					}
+			// Every step is judged, stuttering ones too: TLC checks
+			// [][P]_allvars on every step that names a new label.
+			for _, p := range opts.Actions {
+				if !p.Holds(m, &s, l, t) {
+					tr := trace(cur)
+					tr = append(tr, Step{Action: m.Format(l), State: t.Clone()})
+					rep.Violation = &Violation{Property: p.Name, Kind: "action property", Trace: tr}
+					stop = true
+					return
 				}
 			}
 			key := t.Key()

@@ -32,7 +32,7 @@ func do(t *testing.T, m *Model, s State, l Label, want ResultKind) State {
 		}
 	}
 	for name, p := range ActionProperties {
-		if !p.Holds(m, &s, &n) {
+		if !p.Holds(m, &s, l, &n) {
 			t.Fatalf("%s violates %s", m.Format(l), name)
 		}
 	}

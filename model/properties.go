@@ -8,11 +8,11 @@ type Invariant struct {
 	Holds func(m *Model, s *State) bool
 }
 
-// ActionProperty is a spec property of the form [][P]_vars: P must hold of
-// every step from s to t.
+// ActionProperty is a spec property of the form [][P]_allvars: P must hold
+// of every step, from s by the step labelled l (the spec's ghost `step`) to t.
 type ActionProperty struct {
 	Name  string
-	Holds func(m *Model, s, t *State) bool
+	Holds func(m *Model, s *State, l Label, t *State) bool
 }
 
 // Invariants are the spec's invariants, by name.
@@ -22,15 +22,26 @@ var Invariants = map[string]Invariant{
 	"LeasesMatchHandles":   {"LeasesMatchHandles", leasesMatchHandles},
 	"LeasesReferToBinding": {"LeasesReferToBinding", leasesReferToBinding},
 	"WithinCapacity":       {"WithinCapacity", withinCapacity},
+	"ClosingHoldsALease":   {"ClosingHoldsALease", closingHoldsALease},
 }
 
 // ActionProperties are the spec's action properties, by name.
-var ActionProperties = map[string]ActionProperty{
-	"BoundOnlyIfAccepted":        {"BoundOnlyIfAccepted", boundOnlyIfAccepted},
-	"NoDispatchWhileQuarantined": {"NoDispatchWhileQuarantined", noDispatchWhileQuarantined},
-	"FencedChangesNothing":       {"FencedChangesNothing", fencedChangesNothing},
-	"NothingLeasedExpires":       {"NothingLeasedExpires", nothingLeasedExpires},
-	"CloseWaitsForLastLease":     {"CloseWaitsForLastLease", closeWaitsForLastLease},
+var ActionProperties = map[string]ActionProperty{}
+
+func init() {
+	for _, p := range []ActionProperty{
+		{"BoundOnlyIfAccepted", boundOnlyIfAccepted},
+		{"UnsettledStaysVisible", unsettledStaysVisible},
+		{"FencedChangesNothing", fencedChangesNothing},
+		{"DispatchedUnderCurrentGeneration", dispatchedUnderCurrentGeneration},
+		{"LeasesOnlyOnLiveBindings", leasesOnlyOnLiveBindings},
+		{"LeaseActsOnlyOnItsVersion", leaseActsOnlyOnItsVersion},
+		{"LeasedBindingEndsOnlyByLeaseInvalidationOrGeneration", leasedBindingEndsOnlyByLeaseInvalidationOrGeneration},
+		{"DeadlinesRespected", deadlinesRespected},
+		{"RefusedOnlyWhenFull", refusedOnlyWhenFull},
+	} {
+		ActionProperties[p.Name] = p
+	}
 }
 
 // PropertyNames lists every invariant, action property and liveness
@@ -44,6 +55,12 @@ func PropertyNames() []string {
 		names = append(names, n)
 	}
 	for n := range LivenessProperties {
+		names = append(names, n)
+	}
+	for n := range WitnessInvariants {
+		names = append(names, n)
+	}
+	for n := range WitnessActions {
 		names = append(names, n)
 	}
 	sort.Strings(names)
@@ -159,153 +176,226 @@ func leasesReferToBinding(m *Model, s *State) bool {
 
 // WithinCapacity: live entries never exceed the table's capacity.
 func withinCapacity(m *Model, s *State) bool {
-	return m.occupiedExcept(s, None) <= m.Cfg.Capacity
+	return placesTaken(s, None) <= m.Cfg.Capacity
 }
 
-// is reports whether applying l to s yields t: TLC's reading of an action
-// formula inside a property.
-func (m *Model) is(s, t *State, l Label) bool {
-	n, _, ok := m.Apply(s, l)
-	return ok && n.Equal(t)
+// The definitions below mirror the spec's property definitions (IsLive,
+// InFlight, TakesPlace, GuardIsCurrent, KeepsBinding, KeepsAttempt,
+// Settles, EndsLease). Properties use only these and the step's label, never
+// the actions or the definitions actions use, so a broken variant cannot
+// change what it is judged against.
+
+func isLive(s *State, e *Entry) bool {
+	return e.St == Bound && s.Gen[e.Target] == e.TGen && !(e.Leases == 0 && e.Deadline <= s.Now)
 }
 
-func (m *Model) label(act Action) Label {
-	return Label{Act: act, R: None, K: None, T: None}
+func inFlight(e *Entry) bool { return e.St == Dispatching || e.St == Quarantined }
+
+func takesPlace(s *State, e *Entry) bool {
+	return e.St == Reserved || inFlight(e) || isLive(s, e)
+}
+
+// placesTaken counts the keys other than except (None: all) that take a place.
+func placesTaken(s *State, except int) int {
+	n := 0
+	for k := range s.Table {
+		if k != except && takesPlace(s, &s.Table[k]) {
+			n++
+		}
+	}
+	return n
+}
+
+func guardIsCurrent(s *State, r int) bool {
+	q := s.Req[r]
+	if q.Key == None {
+		return false
+	}
+	e := &s.Table[q.Key]
+	return inFlight(e) && e.Attempt == q.Attempt
+}
+
+func keepsBinding(s, t *State, k int) bool {
+	return s.Table[k].St == Bound && t.Table[k].St == Bound && t.Table[k].Attempt == s.Table[k].Attempt
+}
+
+func keepsAttempt(s, t *State, k int) bool {
+	return inFlight(&s.Table[k]) && inFlight(&t.Table[k]) && t.Table[k].Attempt == s.Table[k].Attempt
+}
+
+// settles: the step settles attempt a on key k (a definite outcome from its
+// dispatcher, or a Resolve naming the attempt and its generation).
+func settles(s *State, l Label, k, a int) bool {
+	switch l.Act {
+	case ActComplete:
+		q := s.Req[l.R]
+		return (Outcome(l.O) == Accepted || Outcome(l.O) == DefinitelyNotAccepted) && q.Key == k && q.Attempt == a
+	case ActResolve:
+		return l.K == k && l.A == a && l.G == s.Table[k].TGen
+	}
+	return false
+}
+
+func endsLease(l Label, r int) bool {
+	switch l.Act {
+	case ActRelease, ActAbandon, ActInvalidate, ActClose:
+		return l.R == r
+	}
+	return false
 }
 
 // BoundOnlyIfAccepted: a key becomes Bound (or changes binding version) only
-// when an attempt on it is Accepted, by its dispatcher or a fenced Resolve.
-func boundOnlyIfAccepted(m *Model, s, t *State) bool {
+// when the target reported Accepted for that attempt while it was unsettled
+// on the key, or a Resolve naming the attempt and its generation said so.
+func boundOnlyIfAccepted(m *Model, s *State, l Label, t *State) bool {
+	for k := range s.Table {
+		b := &t.Table[k]
+		if b.St != Bound || keepsBinding(s, t, k) {
+			continue
+		}
+		switch l.Act {
+		case ActComplete:
+			q := s.Req[l.R]
+			if Outcome(l.O) == Accepted && q.Key == k && guardIsCurrent(s, l.R) && b.Attempt == q.Attempt {
+				continue
+			}
+		case ActResolve:
+			a := &s.Table[k]
+			if Resolution(l.O) == ResolvedAccepted && l.K == k && a.St == Quarantined && l.A == a.Attempt &&
+				l.G == a.TGen && b.Attempt == l.A {
+				continue
+			}
+		}
+		return false
+	}
+	return true
+}
+
+// UnsettledStaysVisible: a dispatching or quarantined key keeps its attempt
+// until the attempt is settled.
+func unsettledStaysVisible(m *Model, s *State, l Label, t *State) bool {
+	for k := range s.Table {
+		if inFlight(&s.Table[k]) && !keepsAttempt(s, t, k) && !settles(s, l, k, s.Table[k].Attempt) {
+			return false
+		}
+	}
+	return true
+}
+
+// FencedChangesNothing: a completion or Resolve naming an attempt (or a
+// generation) that is not the key's unsettled one changes nothing.
+func fencedChangesNothing(m *Model, s *State, l Label, t *State) bool {
+	switch l.Act {
+	case ActComplete:
+		if !guardIsCurrent(s, l.R) {
+			return tablesEqual(s.Table, t.Table)
+		}
+	case ActResolve:
+		e := &s.Table[l.K]
+		if !(e.St == Quarantined && l.A == e.Attempt && l.G == e.TGen) {
+			return tablesEqual(s.Table, t.Table)
+		}
+	}
+	return true
+}
+
+// DispatchedUnderCurrentGeneration: every dispatch uses a fresh attempt id
+// and the target's current generation; an attempt keeps its target and
+// generation while in flight, quarantined or bound.
+func dispatchedUnderCurrentGeneration(m *Model, s *State, l Label, t *State) bool {
+	carries := func(e *Entry) bool { return inFlight(e) || e.St == Bound }
 	for k := range s.Table {
 		a, b := &s.Table[k], &t.Table[k]
-		if !(b.St == Bound && (a.St != Bound || a.Attempt != b.Attempt)) {
-			continue
-		}
-		ok := false
-		for r, q := range s.Req {
-			l := m.label(ActComplete)
-			l.R, l.O = r, int(Accepted)
-			if q.Key == k && m.CurrentAttempt(s, r) && b.Attempt == q.Attempt && m.is(s, t, l) {
-				ok = true
+		if b.St == Dispatching && !keepsAttempt(s, t, k) {
+			if l.Act != ActBeginDispatch || b.Target != l.T || b.TGen != s.Gen[l.T] ||
+				b.Attempt != s.NextAttempt || t.NextAttempt <= s.NextAttempt {
+				return false
 			}
 		}
-		for g := 1; g <= m.genBound(s) && !ok; g++ {
-			l := m.label(ActResolve)
-			l.K, l.A, l.G, l.O = k, a.Attempt, g, int(ResolvedAccepted)
-			if a.Attempt >= 1 && b.Attempt == a.Attempt && m.is(s, t, l) {
-				ok = true
-			}
-		}
-		if !ok {
+		if carries(a) && carries(b) && a.Attempt == b.Attempt && (a.Target != b.Target || a.TGen != b.TGen) {
 			return false
 		}
 	}
 	return true
 }
 
-// NoDispatchWhileQuarantined: a quarantined key leaves quarantine only when
-// its attempt is settled, by a late result or a fenced Resolve.
-func noDispatchWhileQuarantined(m *Model, s, t *State) bool {
-	for k := range s.Table {
-		a := &s.Table[k]
-		if a.St != Quarantined || *a == t.Table[k] {
-			continue
-		}
-		ok := false
-		for r, q := range s.Req {
-			for _, o := range []Outcome{Accepted, DefinitelyNotAccepted} {
-				l := m.label(ActComplete)
-				l.R, l.O = r, int(o)
-				if q.Key == k && q.Attempt == a.Attempt && m.is(s, t, l) {
-					ok = true
-				}
-			}
-		}
-		for _, o := range []Resolution{ResolvedAccepted, ResolvedNotAccepted} {
-			l := m.label(ActResolve)
-			l.K, l.A, l.G, l.O = k, a.Attempt, a.TGen, int(o)
-			if m.is(s, t, l) {
-				ok = true
-			}
-		}
-		if !ok {
-			return false
-		}
-	}
-	return true
-}
-
-// FencedChangesNothing: fenced completions and resolves change nothing in
-// the table.
-func fencedChangesNothing(m *Model, s, t *State) bool {
-	if tablesEqual(s.Table, t.Table) {
+// LeasesOnlyOnLiveBindings: a hit takes a lease only on a live binding.
+func leasesOnlyOnLiveBindings(m *Model, s *State, l Label, t *State) bool {
+	if l.Act != ActAcquire || t.Req[l.R].Pc != PcHolding {
 		return true
 	}
-	for r, q := range s.Req {
-		if (q.Pc != PcDispatching && q.Pc != PcLate) || m.CurrentAttempt(s, r) {
-			continue
-		}
-		for o := Accepted; o <= Ambiguous; o++ {
-			l := m.label(ActComplete)
-			l.R, l.O = r, int(o)
-			if m.is(s, t, l) {
-				return false
-			}
-		}
-	}
-	for k := range s.Table {
-		e := &s.Table[k]
-		if e.St != Quarantined {
-			continue
-		}
-		for a := 1; a <= m.attemptBound(s); a++ {
-			for g := 1; g <= m.genBound(s); g++ {
-				if a == e.Attempt && g == e.TGen {
-					continue
-				}
-				for o := ResolvedAccepted; o <= ResolvedNotAccepted; o++ {
-					l := m.label(ActResolve)
-					l.K, l.A, l.G, l.O = k, a, g, int(o)
-					if m.is(s, t, l) {
-						return false
-					}
-				}
-			}
-		}
-	}
-	return true
+	e := &s.Table[l.K]
+	return isLive(s, e) && t.Req[l.R].Attempt == e.Attempt
 }
 
-// NothingLeasedExpires: the clock only ever removes a binding no request
-// holds.
-func nothingLeasedExpires(m *Model, s, t *State) bool {
-	for k := range s.Table {
-		if s.Table[k].Leases == 0 || s.Table[k] == t.Table[k] {
-			continue
-		}
-		l := m.label(ActExpire)
-		l.K = k
-		if m.is(s, t, l) {
+// LeaseActsOnlyOnItsVersion: ending a lease on a superseded version changes
+// nothing in the table.
+func leaseActsOnlyOnItsVersion(m *Model, s *State, l Label, t *State) bool {
+	for r, q := range s.Req {
+		if endsLease(l, r) && q.Key != None && s.Table[q.Key].Attempt != q.Attempt && !tablesEqual(s.Table, t.Table) {
 			return false
 		}
 	}
 	return true
 }
 
-// CloseWaitsForLastLease: a closing binding is removed only when its last
-// lease ends.
-func closeWaitsForLastLease(m *Model, s, t *State) bool {
-	for r, q := range s.Req {
-		if q.Pc != PcHolding || !m.HoldsLease(s, r) || t.Table[q.Key].St == Bound ||
-			s.Table[q.Key].Leases == 1 {
+// LeasedBindingEndsOnlyByLeaseInvalidationOrGeneration: a leased binding
+// ends only through its own leases, an invalidation of its key, or its
+// target's generation moving on.
+func leasedBindingEndsOnlyByLeaseInvalidationOrGeneration(m *Model, s *State, l Label, t *State) bool {
+	for k := range s.Table {
+		a := &s.Table[k]
+		if a.St != Bound || a.Leases == 0 || keepsBinding(s, t, k) {
 			continue
 		}
-		for _, act := range []Action{ActClose, ActRelease, ActAbandon} {
-			l := m.label(act)
-			l.R = r
-			if m.is(s, t, l) {
-				return false
+		if s.Gen[a.Target] != a.TGen || l.Act == ActInvalidateKey && l.K == k {
+			continue
+		}
+		ok := false
+		for r, q := range s.Req {
+			if endsLease(l, r) && q.Key == k && q.Attempt == a.Attempt &&
+				(l.Act == ActInvalidate || a.Leases == 1 && (a.Closing || l.Act == ActClose)) {
+				ok = true
 			}
+		}
+		if !ok {
+			return false
+		}
+	}
+	return true
+}
+
+// DeadlinesRespected: an idle current binding leaves before its deadline
+// only by an invalidation; a reservation or dispatch changes before its
+// deadline only by its holder's own step.
+func deadlinesRespected(m *Model, s *State, l Label, t *State) bool {
+	for k := range s.Table {
+		a := &s.Table[k]
+		if a.St == Bound && a.Leases == 0 && s.Gen[a.Target] == a.TGen && !keepsBinding(s, t, k) &&
+			!(l.Act == ActInvalidateKey && l.K == k) && a.Deadline > s.Now {
+			return false
+		}
+		if (a.St == Reserved || a.St == Dispatching) && *a != t.Table[k] && l.R != a.Holder && a.Deadline > s.Now {
+			return false
+		}
+	}
+	return true
+}
+
+// RefusedOnlyWhenFull: a request is refused for capacity only when the
+// other keys take every place.
+func refusedOnlyWhenFull(m *Model, s *State, l Label, t *State) bool {
+	if l.Act != ActAcquire || t.Req[l.R].Pc != PcIdle || s.Table[l.K].St == Quarantined {
+		return true
+	}
+	return placesTaken(s, l.K) >= m.Cfg.Capacity
+}
+
+// ClosingHoldsALease: a closing binding always has a lease.
+func closingHoldsALease(m *Model, s *State) bool {
+	for _, e := range s.Table {
+		if e.St == Bound && e.Closing && e.Leases < 1 {
+			return false
 		}
 	}
 	return true

@@ -81,6 +81,146 @@ BugResolveIgnoresGeneration(k, a, g, o) ==
 (* Capacity off by one: a full table still admits one more entry.         *)
 BugRoomOffByOne(k) ==
     Cardinality({j \in Keys \ {k} : Occupies(table[j])}) <= Capacity
+(* Hits a stale binding: a binding whose target's generation moved on is  *)
+(* still counted as live, so a request takes a lease on it.               *)
+BugAcquireHitsStale(r, k) ==
+    LET e == table[k] IN
+    /\ \/ req[r].pc = "Idle"
+       \/ req[r].pc = "Waiting" /\ req[r].key = k /\ e.st \notin {"Reserved", "Dispatching"}
+    /\ CASE e.st = "Bound" /\ ~Expired(e) ->                 \* BUG: stale counted as live
+              /\ table' = [table EXCEPT ![k].leases = @ + 1]
+              /\ req' = [req EXCEPT ![r] = ReqAt("Holding", k, e.attempt)]
+         [] e.st \in {"Reserved", "Dispatching"} ->
+              /\ table' = table
+              /\ req' = [req EXCEPT ![r] = ReqAt("Waiting", k, 0)]
+         [] e.st = "Quarantined" ->
+              /\ table' = table
+              /\ req' = [req EXCEPT ![r] = IdleReq]
+         [] OTHER ->
+              IF Room(k)
+              THEN /\ table' = [table EXCEPT ![k] = ReservedEntry(r, now + InitTimeout)]
+                   /\ req' = [req EXCEPT ![r] = ReqAt("Reserved", k, 0)]
+              ELSE /\ table' = table
+                   /\ req' = [req EXCEPT ![r] = IdleReq]
+    /\ UNCHANGED <<now, gen, nextAttempt>>
+
+(* Dispatches under the wrong generation: the attempt records the target's *)
+(* previous generation once the target has been bumped.                    *)
+BugBeginDispatchStaleGeneration(r, t) ==
+    LET k == req[r].key IN
+    /\ req[r].pc \in {"Reserved", "Revoked"}
+    /\ IF HoldsReservation(r)
+       THEN /\ nextAttempt \in Attempts
+            /\ table' = [table EXCEPT ![k] =
+                    DispatchingEntry(r, nextAttempt, t, IF gen[t] > 1 THEN gen[t] - 1 ELSE 1,  \* BUG
+                                     now + InitTimeout)]
+            /\ req' = [req EXCEPT ![r] = ReqAt("Dispatching", k, nextAttempt)]
+            /\ nextAttempt' = nextAttempt + 1
+       ELSE /\ table' = table
+            /\ req' = [req EXCEPT ![r] = IdleReq]
+            /\ UNCHANGED nextAttempt
+    /\ UNCHANGED <<now, gen>>
+
+(* Complete with its Ambiguous case replaced by `ambiguous` (applied to a  *)
+(* current attempt); the other outcomes as in Complete.                    *)
+CompleteWithAmbiguous(r, o, ambiguous) ==
+    LET k == req[r].key
+        e == table[k] IN
+    /\ req[r].pc \in {"Dispatching", "Late"}
+    /\ IF ~CurrentAttempt(r)
+       THEN /\ table' = table
+            /\ req' = [req EXCEPT ![r] = IdleReq]
+       ELSE CASE o = "Accepted" ->
+                   /\ table' = [table EXCEPT ![k] = BoundEntry(e.attempt, e.target, e.tgen, 1, now + TTL)]
+                   /\ req' = [req EXCEPT ![r] = ReqAt("Holding", k, e.attempt)]
+              [] o = "DefinitelyNotAccepted" /\ e.st = "Dispatching" ->
+                   /\ table' = [table EXCEPT ![k] = ReservedEntry(r, now + InitTimeout)]
+                   /\ req' = [req EXCEPT ![r] = ReqAt("Reserved", k, 0)]
+              [] o = "DefinitelyNotAccepted" ->
+                   /\ table' = [table EXCEPT ![k] = AbsentEntry]
+                   /\ req' = [req EXCEPT ![r] = IdleReq]
+              [] OTHER -> ambiguous
+    /\ UNCHANGED <<now, gen, nextAttempt>>
+
+QuarantineOf(r) ==
+    LET e == table[req[r].key] IN
+    /\ table' = [table EXCEPT ![req[r].key] = QuarantinedEntry(e.attempt, e.target, e.tgen)]
+    /\ req' = [req EXCEPT ![r] = IdleReq]
+
+(* An Ambiguous outcome while dispatching rolls back like                  *)
+(* DefinitelyNotAccepted: the request may dispatch again, a silent replay. *)
+BugCompleteAmbiguousRollsBack(r, o) ==
+    LET k == req[r].key IN
+    CompleteWithAmbiguous(r, o,
+        IF table[k].st = "Dispatching"                          \* BUG
+        THEN /\ table' = [table EXCEPT ![k] = ReservedEntry(r, now + InitTimeout)]
+             /\ req' = [req EXCEPT ![r] = ReqAt("Reserved", k, 0)]
+        ELSE QuarantineOf(r))
+
+(* An Ambiguous outcome while dispatching binds the key, as if accepted.  *)
+BugCompleteAmbiguousBinds(r, o) ==
+    LET k == req[r].key
+        e == table[k] IN
+    CompleteWithAmbiguous(r, o,
+        IF e.st = "Dispatching"                                 \* BUG
+        THEN /\ table' = [table EXCEPT ![k] = BoundEntry(e.attempt, e.target, e.tgen, 1, now + TTL)]
+             /\ req' = [req EXCEPT ![r] = ReqAt("Holding", k, e.attempt)]
+        ELSE QuarantineOf(r))
+
+(* A late Ambiguous outcome clears the quarantine.                         *)
+BugCompleteLateAmbiguousClears(r, o) ==
+    LET k == req[r].key IN
+    CompleteWithAmbiguous(r, o,
+        IF table[k].st = "Quarantined"                          \* BUG
+        THEN /\ table' = [table EXCEPT ![k] = AbsentEntry]
+             /\ req' = [req EXCEPT ![r] = IdleReq]
+        ELSE QuarantineOf(r))
+
+(* The dispatch timeout makes the key absent instead of quarantining it.  *)
+BugDispatchTimeoutClears(k) ==
+    LET e == table[k] IN
+    /\ e.st = "Dispatching" /\ e.deadline <= now
+    /\ table' = [table EXCEPT ![k] = AbsentEntry]          \* BUG: not quarantined
+    /\ req' = [req EXCEPT ![e.holder].pc = "Late"]
+    /\ UNCHANGED <<now, gen, nextAttempt>>
+
+(* The last lease of a closing binding ends and leaves the binding bound, *)
+(* closing, with no lease.                                                 *)
+BugEndLeaseKeepsClosing(r, refresh) ==
+    LET k == req[r].key
+        e == table[k] IN
+    /\ req[r].pc = "Holding"
+    /\ table' = IF ~HoldsLease(r) THEN table
+                ELSE [table EXCEPT ![k].leases = @ - 1,         \* BUG: closing not honoured
+                                   ![k].deadline = IF refresh /\ e.leases = 1 THEN now + TTL ELSE @]
+    /\ req' = [req EXCEPT ![r] = IdleReq]
+    /\ UNCHANGED <<now, gen, nextAttempt>>
+
+(* Invalidate through a lease on an older binding version removes the     *)
+(* key's current binding.                                                  *)
+BugInvalidateOldVersion(r) ==
+    /\ req[r].pc = "Holding"
+    /\ table' = IF table[req[r].key].st = "Bound"              \* BUG: any version
+                THEN [table EXCEPT ![req[r].key] = AbsentEntry] ELSE table
+    /\ req' = [req EXCEPT ![r] = IdleReq]
+    /\ UNCHANGED <<now, gen, nextAttempt>>
+
+(* Expires early: an idle binding is reclaimed one tick before its        *)
+(* deadline.                                                               *)
+BugExpireEarly(k) ==
+    /\ table[k].st = "Bound" /\ table[k].leases = 0 /\ table[k].deadline <= now + 1  \* BUG: + 1
+    /\ table' = [table EXCEPT ![k] = AbsentEntry]
+    /\ UNCHANGED <<now, gen, nextAttempt, req>>
+
+(* Room is never there: nothing is ever reserved, so nothing is bound and *)
+(* every property about bindings would hold vacuously.                    *)
+BugRoomNever(k) == FALSE
+
+(* Room counts each other key on its own (a per-shard count), not all of  *)
+(* them: the same as the real count with two keys.                        *)
+BugRoomPerKeyCount(k) ==
+    \A j \in Keys \ {k} : Cardinality({i \in {j} : Occupies(table[i])}) < Capacity
+
 (* Waiters under weak fairness only: a waiter whose key is free only now  *)
 (* and then may starve, so WaitersReturn must fail.                        *)
 BugWeakWaiterFairness ==
@@ -88,4 +228,35 @@ BugWeakWaiterFairness ==
         /\ WF_vars(Cancel(r) \/ \E t \in Targets : BeginDispatch(r, t))
         /\ WF_vars(req[r].pc = "Dispatching" /\ \E o \in Outcomes : Complete(r, o))
         /\ WF_vars(req[r].pc = "Waiting" /\ Acquire(r, req[r].key))
+-----------------------------------------------------------------------------
+(* Witnesses. Each says that an interesting situation never happens; its   *)
+(* MCWitness*.cfg must report it violated, which shows that the constants  *)
+(* reach the situation (a config where a witness holds is too small).      *)
+
+NeverTwoQuarantines == Cardinality({k \in Keys : table[k].st = "Quarantined"}) <= 1
+NeverThreeLeases == \A k \in Keys : table[k].leases < 3
+NeverTwoBumps == \A t \in Targets : gen[t] < 3
+
+(* A late Accepted settles a quarantined attempt after its target was     *)
+(* bumped.                                                                 *)
+NeverLateAcceptedAfterBump ==
+    [][~(/\ step'.act = "Complete" /\ step'.o = "Accepted"
+         /\ table[req[step'.r].key].st = "Quarantined" /\ GuardIsCurrent(step'.r)
+         /\ gen[table[req[step'.r].key].target] # table[req[step'.r].key].tgen)]_allvars
+
+(* A binding is born stale: its target's generation moved on while the    *)
+(* attempt was in flight or quarantined.                                   *)
+NeverStaleAtBirth ==
+    [][\A k \in Keys : ~(table'[k].st = "Bound" /\ ~KeepsBinding(k)
+                         /\ gen'[table'[k].target] # table'[k].tgen)]_allvars
+
+(* A Release through a lease on a superseded binding version.             *)
+NeverReleaseOnOldVersion ==
+    [][~(step'.act = "Release" /\ table[req[step'.r].key].attempt # req[step'.r].attempt)]_allvars
+
+(* A deadline fires at the clock's last value (the latest time Advance    *)
+(* can reach, so deadlines are still representable).                     *)
+NeverDeadlineAtClockEnd ==
+    [][~(now = MaxClock - Max(TTL, InitTimeout)
+         /\ step'.act \in {"Expire", "ReservationTimeout", "DispatchTimeout"})]_allvars
 =============================================================================

@@ -37,9 +37,20 @@ VARIABLES
     gen,          \* the target catalog: target -> current generation
     nextAttempt,  \* the next fresh attempt id (ids are never reused)
     table,        \* key -> entry
-    req           \* request -> what the request holds
+    req,          \* request -> what the request holds
+    step          \* ghost: the label of the step just taken (see Next)
 
 vars == <<now, gen, nextAttempt, table, req>>
+
+(* The ghost `step` records what happened, for the properties: which       *)
+(* action, by whom, with which arguments (the outcome a target reported,   *)
+(* the attempt and generation a Resolve named). It is set in Next, outside *)
+(* every action, so a broken variant of an action (TLC's `Name <- Variant`)*)
+(* cannot change it, and no action reads it. It is not part of the        *)
+(* protocol's state: `View` leaves it out, so TLC and the Go model count   *)
+(* and compare the same states.                                            *)
+allvars == <<vars, step>>
+View == vars
 
 EntryStates == {"Absent", "Reserved", "Dispatching", "Bound", "Quarantined"}
 Pcs == {"Idle", "Waiting", "Reserved", "Revoked", "Dispatching", "Late", "Holding"}
@@ -76,12 +87,16 @@ LiveBound(e) == e.st = "Bound" /\ ~Expired(e) /\ ~Stale(e)
 Occupies(e) == e.st \in {"Reserved", "Dispatching", "Quarantined"} \/ LiveBound(e)
 Room(k) == Cardinality({j \in Keys \ {k} : Occupies(table[j])}) < Capacity
 
+Label(act, r, k, t, a, g, o, time) ==
+    [act |-> act, r |-> r, k |-> k, t |-> t, a |-> a, g |-> g, o |-> o, time |-> time]
+
 Init ==
     /\ now = 0
     /\ gen = [t \in Targets |-> 1]
     /\ nextAttempt = 1
     /\ table = [k \in Keys |-> AbsentEntry]
     /\ req = [r \in Requests |-> IdleReq]
+    /\ step = Label("Init", NoReq, NoKey, NoTarget, 0, 0, "None", 0)
 
 -----------------------------------------------------------------------------
 (* Acquire(r, k): an idle request asks for key k, or a waiter on k asks     *)
@@ -271,23 +286,28 @@ Advance(t) ==
     /\ now' = t
     /\ UNCHANGED <<gen, nextAttempt, table, req>>
 
+(* Each disjunct takes one action and records its label in `step`.       *)
+Did(act, r, k, t, a, g, o, time) == step' = Label(act, r, k, t, a, g, o, time)
+ByReq(act, r) == Did(act, r, NoKey, NoTarget, 0, 0, "None", 0)
+OnKey(act, k) == Did(act, NoReq, k, NoTarget, 0, 0, "None", 0)
+
 Next ==
-    \/ \E r \in Requests, k \in Keys : Acquire(r, k)
-    \/ \E r \in Requests : Cancel(r)
-    \/ \E r \in Requests, t \in Targets : BeginDispatch(r, t)
-    \/ \E r \in Requests, o \in Outcomes : Complete(r, o)
-    \/ \E k \in Keys, a \in Attempts, g \in 1..MaxGen, o \in Resolutions : Resolve(k, a, g, o)
-    \/ \E r \in Requests : Release(r)
-    \/ \E r \in Requests : Abandon(r)
-    \/ \E r \in Requests : Invalidate(r)
-    \/ \E r \in Requests : Close(r)
-    \/ \E k \in Keys : InvalidateKey(k)
-    \/ \E k \in Keys : Expire(k)
-    \/ \E k \in Keys : DropStale(k)
-    \/ \E k \in Keys : ReservationTimeout(k)
-    \/ \E k \in Keys : DispatchTimeout(k)
-    \/ \E t \in Targets : Bump(t)
-    \/ \E t \in 0..MaxClock : Advance(t)
+    \/ \E r \in Requests, k \in Keys : Acquire(r, k) /\ Did("Acquire", r, k, NoTarget, 0, 0, "None", 0)
+    \/ \E r \in Requests : Cancel(r) /\ ByReq("Cancel", r)
+    \/ \E r \in Requests, t \in Targets : BeginDispatch(r, t) /\ Did("BeginDispatch", r, NoKey, t, 0, 0, "None", 0)
+    \/ \E r \in Requests, o \in Outcomes : Complete(r, o) /\ Did("Complete", r, NoKey, NoTarget, 0, 0, o, 0)
+    \/ \E k \in Keys, a \in Attempts, g \in 1..MaxGen, o \in Resolutions : Resolve(k, a, g, o) /\ Did("Resolve", NoReq, k, NoTarget, a, g, o, 0)
+    \/ \E r \in Requests : Release(r) /\ ByReq("Release", r)
+    \/ \E r \in Requests : Abandon(r) /\ ByReq("Abandon", r)
+    \/ \E r \in Requests : Invalidate(r) /\ ByReq("Invalidate", r)
+    \/ \E r \in Requests : Close(r) /\ ByReq("Close", r)
+    \/ \E k \in Keys : InvalidateKey(k) /\ OnKey("InvalidateKey", k)
+    \/ \E k \in Keys : Expire(k) /\ OnKey("Expire", k)
+    \/ \E k \in Keys : DropStale(k) /\ OnKey("DropStale", k)
+    \/ \E k \in Keys : ReservationTimeout(k) /\ OnKey("ReservationTimeout", k)
+    \/ \E k \in Keys : DispatchTimeout(k) /\ OnKey("DispatchTimeout", k)
+    \/ \E t \in Targets : Bump(t) /\ Did("Bump", NoReq, NoKey, t, 0, 0, "None", 0)
+    \/ \E t \in 0..MaxClock : Advance(t) /\ Did("Advance", NoReq, NoKey, NoTarget, 0, 0, "None", t)
 
 (* Fairness: a holder of a reservation or a dispatch guard eventually     *)
 (* acts on it; a waiter whose key keeps becoming free eventually retries. *)
@@ -297,7 +317,38 @@ Fairness ==
         /\ WF_vars(req[r].pc = "Dispatching" /\ \E o \in Outcomes : Complete(r, o))
         /\ SF_vars(req[r].pc = "Waiting" /\ Acquire(r, req[r].key))
 
-Spec == Init /\ [][Next]_vars /\ Fairness
+Spec == Init /\ [][Next]_allvars /\ Fairness
+
+-----------------------------------------------------------------------------
+(* What the properties below promise is said with these definitions only,  *)
+(* never with the actions or the definitions actions use (Room, LiveBound, *)
+(* CurrentAttempt, ...): a broken variant replaces an action or one of its *)
+(* definitions, and must not thereby change what it is judged against.     *)
+
+(* A binding is live: bound, its target still at the binding's generation, *)
+(* and not idle past its deadline.                                         *)
+IsLive(e) == e.st = "Bound" /\ gen[e.target] = e.tgen /\ ~(e.leases = 0 /\ e.deadline <= now)
+(* An attempt is in flight or quarantined: not yet settled.                *)
+InFlight(e) == e.st \in {"Dispatching", "Quarantined"}
+(* An entry takes one of the table's places.                               *)
+TakesPlace(e) == e.st \in {"Reserved", "Dispatching", "Quarantined"} \/ IsLive(e)
+PlacesTaken(S) == Cardinality({j \in S : TakesPlace(table[j])})
+(* Request r's dispatch guard names its key's unsettled attempt.           *)
+GuardIsCurrent(r) ==
+    InFlight(table[req[r].key]) /\ table[req[r].key].attempt = req[r].attempt
+(* Key k keeps its binding version, or its unsettled attempt, in the step. *)
+KeepsBinding(k) ==
+    table[k].st = "Bound" /\ table'[k].st = "Bound" /\ table'[k].attempt = table[k].attempt
+KeepsAttempt(k) ==
+    InFlight(table[k]) /\ InFlight(table'[k]) /\ table'[k].attempt = table[k].attempt
+(* The step settles the attempt a on key k: its dispatcher reports a       *)
+(* definite outcome, or a Resolve names the attempt and its generation.    *)
+Settles(k, a) ==
+    \/ /\ step'.act = "Complete" /\ step'.o \in {"Accepted", "DefinitelyNotAccepted"}
+       /\ req[step'.r].key = k /\ req[step'.r].attempt = a
+    \/ /\ step'.act = "Resolve" /\ step'.k = k /\ step'.a = a /\ step'.g = table[k].tgen
+(* The step is request r ending its lease.                                 *)
+EndsLease(r) == step'.act \in {"Release", "Abandon", "Invalidate", "Close"} /\ step'.r = r
 
 -----------------------------------------------------------------------------
 (* Invariants: state predicates that hold in every reachable state.        *)
@@ -351,56 +402,101 @@ LeasesReferToBinding ==
 
 (* Live entries (reserved, dispatching, quarantined, or bound and neither  *)
 (* expired nor stale) never exceed the table's capacity.                   *)
-WithinCapacity ==
-    Cardinality({k \in Keys : Occupies(table[k])}) <= Capacity
+WithinCapacity == PlacesTaken(Keys) <= Capacity
+
+(* A closing binding still has a lease: the end of its last lease removes *)
+(* it, so it never lingers, closed, with none.                            *)
+ClosingHoldsALease ==
+    \A k \in Keys : table[k].st = "Bound" /\ table[k].closing => table[k].leases >= 1
 
 -----------------------------------------------------------------------------
-(* Action properties: what every step must respect. Each names the steps   *)
-(* allowed to make a change, so a step of any other kind that makes it is  *)
-(* a violation.                                                            *)
+(* Action properties: what every step must respect, said of the state, the *)
+(* next state and the step's label. `[][P]_allvars` checks every step that *)
+(* changes the state or names a new step, so a refusal that changes       *)
+(* nothing is judged too.                                                  *)
 
-(* A key becomes Bound (or changes binding version) only when an attempt   *)
-(* on it is Accepted: by its dispatcher, late, or by a fenced Resolve.     *)
-NewBinding(k) ==
-    table'[k].st = "Bound" /\ (table[k].st # "Bound" \/ table[k].attempt # table'[k].attempt)
+(* A key becomes Bound, or changes binding version, only when the target  *)
+(* reported Accepted for that very attempt while it was unsettled on the  *)
+(* key (by its dispatcher, in time or late), or a Resolve that named the  *)
+(* attempt and its generation said Accepted.                               *)
 BoundOnlyIfAccepted ==
-    [][\A k \in Keys : NewBinding(k) =>
-          \/ \E r \in Requests : req[r].key = k /\ CurrentAttempt(r)
-                                 /\ table'[k].attempt = req[r].attempt /\ Complete(r, "Accepted")
-          \/ \E a \in Attempts, g \in 1..MaxGen :
-                 a = table[k].attempt /\ table'[k].attempt = a /\ Resolve(k, a, g, "Accepted")]_vars
+    [][\A k \in Keys : table'[k].st = "Bound" /\ ~KeepsBinding(k) =>
+          \/ /\ step'.act = "Complete" /\ step'.o = "Accepted"
+             /\ req[step'.r].key = k /\ GuardIsCurrent(step'.r)
+             /\ table'[k].attempt = req[step'.r].attempt
+          \/ /\ step'.act = "Resolve" /\ step'.o = "Accepted" /\ step'.k = k
+             /\ table[k].st = "Quarantined" /\ step'.a = table[k].attempt
+             /\ step'.g = table[k].tgen /\ table'[k].attempt = step'.a]_allvars
 
-(* No dispatch while quarantined: a quarantined key leaves quarantine only *)
-(* when its attempt is settled, by a late result or a fenced Resolve.      *)
-(* Ambiguous attempts are never silently replayed.                         *)
-NoDispatchWhileQuarantined ==
-    [][\A k \in Keys : table[k].st = "Quarantined" /\ table'[k] # table[k] =>
-          \/ \E r \in Requests, o \in {"Accepted", "DefinitelyNotAccepted"} :
-                 req[r].key = k /\ req[r].attempt = table[k].attempt /\ Complete(r, o)
-          \/ \E o \in Resolutions :
-                 Resolve(k, table[k].attempt, table[k].tgen, o)]_vars
+(* An unsettled attempt stays visible: a dispatching or quarantined key    *)
+(* keeps its attempt (Dispatching or Quarantined) until the attempt is     *)
+(* settled. An Ambiguous report, a timeout or a newcomer never clears it,  *)
+(* so nothing is dispatched again while the target may have accepted.     *)
+UnsettledStaysVisible ==
+    [][\A k \in Keys : InFlight(table[k]) /\ ~KeepsAttempt(k) =>
+          Settles(k, table[k].attempt)]_allvars
 
-(* Fenced completions and resolves change nothing in the table.           *)
+(* A completion or a Resolve that names an attempt (or a generation) that *)
+(* is not the key's unsettled one changes nothing in the table.           *)
 FencedChangesNothing ==
-    [][/\ \A r \in Requests, o \in Outcomes :
-            (req[r].pc \in {"Dispatching", "Late"} /\ ~CurrentAttempt(r) /\ Complete(r, o))
-               => table' = table
-       /\ \A k \in Keys, a \in Attempts, g \in 1..MaxGen, o \in Resolutions :
-            (table[k].st = "Quarantined" /\ (a # table[k].attempt \/ g # table[k].tgen)
-             /\ Resolve(k, a, g, o)) => table' = table]_vars
+    [][/\ (step'.act = "Complete" /\ ~GuardIsCurrent(step'.r)) => table' = table
+       /\ (step'.act = "Resolve" /\ ~(table[step'.k].st = "Quarantined"
+                                     /\ step'.a = table[step'.k].attempt
+                                     /\ step'.g = table[step'.k].tgen)) => table' = table]_allvars
 
-(* Nothing with leases expires: the clock (Expire, lazily or by the        *)
-(* reaper) only ever removes a binding that no request holds. A leased     *)
-(* binding ends only through its own leases, an explicit invalidation, or  *)
-(* its target's generation moving on.                                      *)
-NothingLeasedExpires ==
-    [][\A k \in Keys : Expire(k) => table[k].leases = 0]_vars
+(* Every dispatch uses a fresh attempt id and the target's current         *)
+(* generation, and an attempt keeps its target and generation for as long  *)
+(* as it is in flight, quarantined or bound.                               *)
+DispatchedUnderCurrentGeneration ==
+    [][\A k \in Keys :
+          /\ (table'[k].st = "Dispatching" /\ ~KeepsAttempt(k)) =>
+                /\ step'.act = "BeginDispatch" /\ table'[k].target = step'.t
+                /\ table'[k].tgen = gen[step'.t]
+                /\ table'[k].attempt = nextAttempt /\ nextAttempt' > nextAttempt
+          /\ (table[k].st \in {"Dispatching", "Quarantined", "Bound"}
+              /\ table'[k].st \in {"Dispatching", "Quarantined", "Bound"}
+              /\ table'[k].attempt = table[k].attempt) =>
+                table'[k].target = table[k].target /\ table'[k].tgen = table[k].tgen]_allvars
 
-(* A closing binding is removed only when its last lease ends.            *)
-CloseWaitsForLastLease ==
+(* A hit takes a lease only on a live binding, and names that binding.   *)
+LeasesOnlyOnLiveBindings ==
+    [][(step'.act = "Acquire" /\ req'[step'.r].pc = "Holding") =>
+          IsLive(table[step'.k]) /\ req'[step'.r].attempt = table[step'.k].attempt]_allvars
+
+(* Ending a lease on a superseded binding version changes nothing in the  *)
+(* table: a lease acts only on its own version.                          *)
+LeaseActsOnlyOnItsVersion ==
     [][\A r \in Requests :
-          (Close(r) \/ Release(r) \/ Abandon(r)) /\ HoldsLease(r)
-          /\ table'[req[r].key].st # "Bound" => table[req[r].key].leases = 1]_vars
+          (EndsLease(r) /\ table[req[r].key].attempt # req[r].attempt) => table' = table]_allvars
+
+(* A leased binding ends only through its own leases (Invalidate, or the *)
+(* last lease ending while it is closing or by Close), an invalidation of *)
+(* its key, or its target's generation moving on.                         *)
+LeasedBindingEndsOnlyByLeaseInvalidationOrGeneration ==
+    [][\A k \in Keys : table[k].st = "Bound" /\ table[k].leases > 0 /\ ~KeepsBinding(k) =>
+          \/ gen[table[k].target] # table[k].tgen
+          \/ step'.act = "InvalidateKey" /\ step'.k = k
+          \/ \E r \in Requests :
+                /\ EndsLease(r) /\ req[r].key = k /\ req[r].attempt = table[k].attempt
+                /\ \/ step'.act = "Invalidate"
+                   \/ table[k].leases = 1 /\ (table[k].closing \/ step'.act = "Close")]_allvars
+
+(* Deadlines are respected: an idle, current binding leaves before its   *)
+(* deadline only by an invalidation, and a reservation or a dispatch      *)
+(* changes before its deadline only by its holder's own step.            *)
+DeadlinesRespected ==
+    [][\A k \in Keys :
+          /\ (/\ table[k].st = "Bound" /\ table[k].leases = 0
+              /\ gen[table[k].target] = table[k].tgen /\ ~KeepsBinding(k)
+              /\ ~(step'.act = "InvalidateKey" /\ step'.k = k)) => table[k].deadline <= now
+          /\ (/\ table[k].st \in {"Reserved", "Dispatching"} /\ table'[k] # table[k]
+              /\ step'.r # table[k].holder) => table[k].deadline <= now]_allvars
+
+(* A request is refused for capacity only when the other keys take every  *)
+(* place in the table.                                                     *)
+RefusedOnlyWhenFull ==
+    [][(step'.act = "Acquire" /\ req'[step'.r].pc = "Idle" /\ table[step'.k].st # "Quarantined") =>
+          PlacesTaken(Keys \ {step'.k}) >= Capacity]_allvars
 
 -----------------------------------------------------------------------------
 (* Liveness under Fairness.                                                *)

@@ -25,7 +25,7 @@ fail=0
 for cfg in "${configs[@]}"; do
   name=${cfg%.cfg}
   dump=()
-  case $name in MCBug*) must_fail=1 ;; *) must_fail=0; dump=(-dump "$work/$name.dump") ;; esac
+  case $name in MCBug*|MCWitness*) must_fail=1 ;; *) must_fail=0; dump=(-dump "$work/$name.dump") ;; esac
   echo "tlc: checking $cfg ..."
   status=0
   # One worker: TLC's reported depth is exact only with one.

@@ -1,0 +1,77 @@
+package model
+
+// WitnessInvariants and WitnessActions mirror spec/tla/MCPlacement.tla's
+// Never* definitions: each says an interesting situation never happens, and
+// its MCWitness*.cfg must report it violated, which shows that the
+// constants reach the situation. They are not properties of the protocol.
+var (
+	WitnessInvariants = map[string]Invariant{}
+	WitnessActions    = map[string]ActionProperty{}
+)
+
+func init() {
+	for _, inv := range []Invariant{
+		{"NeverTwoQuarantines", func(m *Model, s *State) bool {
+			n := 0
+			for _, e := range s.Table {
+				if e.St == Quarantined {
+					n++
+				}
+			}
+			return n <= 1
+		}},
+		{"NeverThreeLeases", func(m *Model, s *State) bool {
+			for _, e := range s.Table {
+				if e.Leases >= 3 {
+					return false
+				}
+			}
+			return true
+		}},
+		{"NeverTwoBumps", func(m *Model, s *State) bool {
+			for _, g := range s.Gen {
+				if g >= 3 {
+					return false
+				}
+			}
+			return true
+		}},
+	} {
+		WitnessInvariants[inv.Name] = inv
+	}
+	for _, p := range []ActionProperty{
+		{"NeverLateAcceptedAfterBump", func(m *Model, s *State, l Label, t *State) bool {
+			if l.Act != ActComplete || Outcome(l.O) != Accepted || !guardIsCurrent(s, l.R) {
+				return true
+			}
+			e := &s.Table[s.Req[l.R].Key]
+			return !(e.St == Quarantined && s.Gen[e.Target] != e.TGen)
+		}},
+		{"NeverStaleAtBirth", func(m *Model, s *State, l Label, t *State) bool {
+			for k := range t.Table {
+				b := &t.Table[k]
+				if b.St == Bound && !keepsBinding(s, t, k) && t.Gen[b.Target] != b.TGen {
+					return false
+				}
+			}
+			return true
+		}},
+		{"NeverReleaseOnOldVersion", func(m *Model, s *State, l Label, t *State) bool {
+			if l.Act != ActRelease {
+				return true
+			}
+			q := s.Req[l.R]
+			return s.Table[q.Key].Attempt == q.Attempt
+		}},
+		{"NeverDeadlineAtClockEnd", func(m *Model, s *State, l Label, t *State) bool {
+			last := m.Cfg.MaxClock - max(m.Cfg.TTL, m.Cfg.InitTimeout)
+			switch l.Act {
+			case ActExpire, ActReservationTimeout, ActDispatchTimeout:
+				return s.Now != last
+			}
+			return true
+		}},
+	} {
+		WitnessActions[p.Name] = p
+	}
+}
