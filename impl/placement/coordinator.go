@@ -302,6 +302,11 @@ func (c *Coordinator[T]) acquireSlow(ctx context.Context, key string, wait bool)
 				e.mu.Unlock()
 				return Acquisition[T]{}, &CapacityError{MaxEntries: c.cfg.MaxEntries}
 			}
+			// The slot may have been freed by a timeout that a clock move
+			// (after this iteration's reading) let someone apply: the
+			// reservation happens now, so its deadline counts from a
+			// reading taken after the slot was ours.
+			now = c.now()
 			r := c.reserveLocked(e, now)
 			e.mu.Unlock()
 			return Acquisition[T]{Reservation: r}, nil
