@@ -125,6 +125,38 @@ func Example_manualClock() {
 	// going back: true
 }
 
+// Set moves a manual clock the way the runtime clock moves between reaper
+// ticks: nothing is reclaimed until something touches the key or Reclaim
+// runs a tick. Events carry their order (Seq) and the binding's version.
+func ExampleManualClock_Set() {
+	clk := placement.NewManualClock(0)
+	c, _ := placement.New[Worker](placement.Config{IdleTTL: 30 * time.Second, InitTimeout: 5 * time.Second,
+		MaxEntries: 1024, MaxKeyBytes: 64, Clock: clk,
+		Observer: func(ev placement.Event) { fmt.Println("event", ev.Seq, ev.Kind, "version", ev.Attempt) }})
+	defer c.Close()
+
+	for _, key := range []string{"a", "b"} {
+		a, _ := c.TryAcquire(key)
+		lease, _ := a.Reservation.CommitAccepted(Worker{ID: 1}, 1)
+		lease.Release()
+	}
+	clk.SetBy(time.Minute)               // both idle bindings are past their deadline
+	fmt.Println("live:", c.Stats().Live) // not swept yet
+	fmt.Println("a:", mustQuery(c, "a")) // Query expires it itself
+	clk.Reclaim()                        // one reaper tick: b goes
+	fmt.Println("live:", c.Stats().Live)
+	// Output:
+	// event 1 Reserved version 0
+	// event 2 Committed version 1
+	// event 3 Reserved version 0
+	// event 4 Committed version 2
+	// live: 2
+	// event 5 Expired version 1
+	// a: Absent
+	// event 6 Expired version 2
+	// live: 0
+}
+
 func mustQuery(c *placement.Coordinator[Worker], key string) placement.State {
 	i, err := c.Query(key)
 	if err != nil {
