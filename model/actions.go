@@ -70,6 +70,8 @@ type ops struct {
 	Room            func(m *Model, s *State, k int) bool
 	// weakWaiterFairness replaces the waiters' strong fairness with weak.
 	weakWaiterFairness bool
+	// noSystemFairness drops SystemFairness (BugNoSystemFairness).
+	noSystemFairness bool
 }
 
 // New returns the model for cfg.

@@ -213,7 +213,7 @@ func TestNamesMatchSpec(t *testing.T) {
 			t.Errorf("MCPlacement.tla defines witness %s, which the model lacks", n)
 		}
 	}
-	for _, n := range []string{"Fairness", "Room", "EndLease"} {
+	for _, n := range []string{"ClientFairness", "SystemFairness", "Room", "EndLease"} {
 		if !defs[n] {
 			t.Errorf("Placement.tla does not define %s, which variants override", n)
 		}
@@ -279,7 +279,8 @@ func TestVariantsCaughtByEveryProperty(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, fairness := c.Overrides["Fairness"]; fairness {
+		_, client := c.Overrides["ClientFairness"]
+		if _, system := c.Overrides["SystemFairness"]; client || system {
 			continue // a liveness variant: only a liveness property can catch it
 		}
 		c.Invariants, c.Properties = main.Invariants, main.Properties

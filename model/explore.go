@@ -98,9 +98,9 @@ type graph struct {
 }
 
 type edge struct {
-	to  int32
-	act Action
-	r   int16
+	to   int32
+	act  Action
+	r, k int16 // the step's request and key (None where it names none)
 }
 
 // Explore enumerates every state reachable from Init by breadth-first
@@ -202,7 +202,7 @@ func (m *Model) Explore(opts Options) (*Report, error) {
 				}
 			}
 			if keepGraph && id != cur {
-				g.edges[cur] = append(g.edges[cur], edge{to: id, act: l.Act, r: int16(l.R)})
+				g.edges[cur] = append(g.edges[cur], edge{to: id, act: l.Act, r: int16(l.R), k: int16(l.K)})
 			}
 		})
 		if stop {

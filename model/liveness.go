@@ -1,17 +1,26 @@
 package model
 
-// LivenessProperty is a spec property P ~> Q where P is "request r is at pc
-// At" and Q its negation, for every request r.
+// LivenessProperty is a spec property P ~> ~P, for every request (P: the
+// request is at pc At) or, when OnKey is set, for every key (P: OnKey).
 type LivenessProperty struct {
-	Name string
-	At   Pc
+	Name  string
+	At    Pc
+	OnKey func(s *State, k int) bool
 }
 
 // LivenessProperties are the spec's liveness properties, by name.
 var LivenessProperties = map[string]LivenessProperty{
-	"ReservationsEnd": {"ReservationsEnd", PcReserved},
-	"DispatchesEnd":   {"DispatchesEnd", PcDispatching},
-	"WaitersReturn":   {"WaitersReturn", PcWaiting},
+	"ReservationsEnd": {Name: "ReservationsEnd", At: PcReserved},
+	"DispatchesEnd":   {Name: "DispatchesEnd", At: PcDispatching},
+	"WaitersReturn":   {Name: "WaitersReturn", At: PcWaiting},
+	"ExpiredBindingsReclaimed": {Name: "ExpiredBindingsReclaimed", OnKey: func(s *State, k int) bool {
+		e := &s.Table[k]
+		return e.St == Bound && e.Leases == 0 && e.Deadline <= s.Now
+	}},
+	"TimeoutsFire": {Name: "TimeoutsFire", OnKey: func(s *State, k int) bool {
+		e := &s.Table[k]
+		return (e.St == Reserved || e.St == Dispatching) && e.Deadline <= s.Now
+	}},
 }
 
 // LivenessOutcome records how a liveness property was checked.
@@ -61,6 +70,28 @@ func (m *Model) fairnessFor(r int) []fairness {
 	}
 }
 
+// systemFairness returns the spec's SystemFairness conjuncts: for every key
+// WF(Expire(k)), WF(DropStale(k)), WF(ReservationTimeout(k)),
+// WF(DispatchTimeout(k)), and WF(\E t : Advance(t)).
+func (m *Model) systemFairness() []fairness {
+	var out []fairness
+	for k := range m.Cfg.Keys {
+		for act, f := range map[Action]func(*State, int) (State, Result, bool){
+			ActExpire: m.Expire, ActDropStale: m.DropStale,
+			ActReservationTimeout: m.ReservationTimeout, ActDispatchTimeout: m.DispatchTimeout,
+		} {
+			out = append(out, fairness{
+				enabled: func(s *State) bool { _, _, ok := f(s, k); return ok },
+				taken:   func(_ *State, e edge) bool { return e.act == act && int(e.k) == k },
+			})
+		}
+	}
+	return append(out, fairness{
+		enabled: func(s *State) bool { return m.AdvanceAllowed(s, s.Now+1) },
+		taken:   func(_ *State, e edge) bool { return e.act == ActAdvance },
+	})
+}
+
 // checkLiveness looks, for every request r, for a fair behaviour that
 // reaches a state with r at p.At and stays there forever: a strongly
 // connected set of such states (a single state may stutter) in which every
@@ -74,14 +105,25 @@ func (m *Model) checkLiveness(g *graph, p LivenessProperty, trace func(int32) []
 	for i, k := range g.keys {
 		states[i], _ = DecodeKey(k)
 	}
-	var fair []fairness // Fairness is a conjunction over every request
+	var fair []fairness // Fairness: every request's, and the system's own
 	for r := range m.Cfg.Requests {
 		fair = append(fair, m.fairnessFor(r)...)
 	}
-	for r := range m.Cfg.Requests {
+	if !m.ops.noSystemFairness {
+		fair = append(fair, m.systemFairness()...)
+	}
+	subjects := len(m.Cfg.Requests)
+	if p.OnKey != nil {
+		subjects = len(m.Cfg.Keys)
+	}
+	for r := 0; r < subjects; r++ {
 		in := make([]bool, len(states))
 		for i := range states {
-			in[i] = states[i].Req[r].Pc == p.At
+			if p.OnKey != nil {
+				in[i] = p.OnKey(&states[i], r)
+			} else {
+				in[i] = states[i].Req[r].Pc == p.At
+			}
 		}
 		var found []int32
 		var visit func(in []bool) bool

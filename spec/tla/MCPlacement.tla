@@ -223,6 +223,10 @@ BugRoomPerKeyCount(k) ==
 
 (* Waiters under weak fairness only: a waiter whose key is free only now  *)
 (* and then may starve, so WaitersReturn must fail.                        *)
+(* No fairness for the system's own actions: nothing makes the reaper run  *)
+(* or a timeout fire, so an expired binding may stay forever.              *)
+BugNoSystemFairness == TRUE
+
 BugWeakWaiterFairness ==
     \A r \in Requests :
         /\ WF_vars(Cancel(r) \/ \E t \in Targets : BeginDispatch(r, t))

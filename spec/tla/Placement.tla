@@ -309,13 +309,25 @@ Next ==
     \/ \E t \in Targets : Bump(t) /\ Did("Bump", NoReq, NoKey, t, 0, 0, "None", 0)
     \/ \E t \in 0..MaxClock : Advance(t) /\ Did("Advance", NoReq, NoKey, NoTarget, 0, 0, "None", t)
 
-(* Fairness: a holder of a reservation or a dispatch guard eventually     *)
-(* acts on it; a waiter whose key keeps becoming free eventually retries. *)
-Fairness ==
+(* Fairness of the clients: a holder of a reservation or a dispatch guard  *)
+(* eventually acts on it; a waiter whose key keeps becoming free           *)
+(* eventually retries.                                                      *)
+ClientFairness ==
     \A r \in Requests :
         /\ WF_vars(Cancel(r) \/ \E t \in Targets : BeginDispatch(r, t))
         /\ WF_vars(req[r].pc = "Dispatching" /\ \E o \in Outcomes : Complete(r, o))
         /\ SF_vars(req[r].pc = "Waiting" /\ Acquire(r, req[r].key))
+
+(* Fairness of the system's own actions: the clock moves on while it can, *)
+(* timeouts fire, and the reaper reclaims what expired. (The clock is     *)
+(* bounded: a deadline past its last value can never fire.)               *)
+SystemFairness ==
+    /\ \A k \in Keys :
+         /\ WF_vars(Expire(k)) /\ WF_vars(DropStale(k))
+         /\ WF_vars(ReservationTimeout(k)) /\ WF_vars(DispatchTimeout(k))
+    /\ WF_vars(\E t \in 0..MaxClock : Advance(t))
+
+Fairness == ClientFairness /\ SystemFairness
 
 Spec == Init /\ [][Next]_allvars /\ Fairness
 
@@ -503,5 +515,15 @@ RefusedOnlyWhenFull ==
 ReservationsEnd == \A r \in Requests : req[r].pc = "Reserved" ~> req[r].pc # "Reserved"
 DispatchesEnd == \A r \in Requests : req[r].pc = "Dispatching" ~> req[r].pc # "Dispatching"
 WaitersReturn == \A r \in Requests : req[r].pc = "Waiting" ~> req[r].pc # "Waiting"
+
+(* What expires is reclaimed: an idle binding past its deadline, and an    *)
+(* initialization past its deadline, do not stay so. No client has to act: *)
+(* the system's own fairness (the reaper, the timeouts) sees to it.        *)
+IdlePastDeadline(k) ==
+    table[k].st = "Bound" /\ table[k].leases = 0 /\ table[k].deadline <= now
+InitPastDeadline(k) ==
+    table[k].st \in {"Reserved", "Dispatching"} /\ table[k].deadline <= now
+ExpiredBindingsReclaimed == \A k \in Keys : IdlePastDeadline(k) ~> ~IdlePastDeadline(k)
+TimeoutsFire == \A k \in Keys : InitPastDeadline(k) ~> ~InitPastDeadline(k)
 
 =============================================================================
