@@ -80,6 +80,7 @@ func (st *Stepper) Expect(s model.State, in Input) (out Output, next model.State
 	out, next, ok = st.expect(s, in)
 	if ok {
 		next = st.Settle(next)
+		st.M.Track(&s, &next)
 	}
 	return out, next, ok
 }

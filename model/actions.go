@@ -133,13 +133,13 @@ func (m *Model) occupiedExcept(s *State, k int) int {
 
 func reservedEntry(r int, d int64) Entry {
 	e := AbsentEntry
-	e.St, e.Holder, e.Deadline = Reserved, r, d
+	e.St, e.Holder, e.Deadline, e.RDeadline = Reserved, r, d, d
 	return e
 }
 
-func dispatchingEntry(r, a, t, g int, d int64) Entry {
+func dispatchingEntry(r, a, t, g int, d, rd int64) Entry {
 	e := AbsentEntry
-	e.St, e.Holder, e.Attempt, e.Target, e.TGen, e.Deadline = Dispatching, r, a, t, g, d
+	e.St, e.Holder, e.Attempt, e.Target, e.TGen, e.Deadline, e.RDeadline = Dispatching, r, a, t, g, d, rd
 	return e
 }
 
@@ -238,12 +238,12 @@ func dispatchUnder(m *Model, s *State, r, t, g int) (State, Result, bool) {
 		n.Req[r] = IdleReq
 		return n, Result{Kind: ResLost, Target: None}, true
 	}
-	if m.Cfg.MaxAttempt > 0 && s.NextAttempt > m.Cfg.MaxAttempt {
-		return State{}, noResult, false
+	if m.Cfg.MaxAttempt > 0 && s.NextAttempt > m.Cfg.MaxAttempt || s.Now >= s.Table[q.Key].Deadline {
+		return State{}, noResult, false // no attempt id left, or the reservation is due to time out
 	}
 	n := s.Clone()
 	a := s.NextAttempt
-	n.Table[q.Key] = dispatchingEntry(r, a, t, g, s.Now+m.Cfg.InitTimeout)
+	n.Table[q.Key] = dispatchingEntry(r, a, t, g, s.Now+m.Cfg.InitTimeout, s.Table[q.Key].RDeadline)
 	n.Req[r] = reqAt(PcDispatching, q.Key, a)
 	n.NextAttempt = a + 1
 	return n, Result{Kind: ResDispatched, Target: t, Gen: g, Attempt: a}, true
@@ -288,8 +288,8 @@ func settle(m *Model, s *State, n State, r int, o Outcome) (State, Result, bool)
 		n.Table[k] = boundEntry(e.Attempt, e.Target, e.TGen, 1, s.Now+m.Cfg.TTL)
 		n.Req[r] = reqAt(PcHolding, k, e.Attempt)
 		return n, Result{Kind: ResCommitted, Target: e.Target, Gen: e.TGen, Attempt: e.Attempt}, true
-	case o == DefinitelyNotAccepted && e.St == Dispatching:
-		n.Table[k] = reservedEntry(r, s.Now+m.Cfg.InitTimeout)
+	case o == DefinitelyNotAccepted && e.St == Dispatching: // the reservation's own deadline
+		n.Table[k] = reservedEntry(r, e.RDeadline)
 		n.Req[r] = reqAt(PcReserved, k, 0)
 		return n, Result{Kind: ResRolledBack, Target: None}, true
 	case o == DefinitelyNotAccepted: // late: settles to absent

@@ -62,6 +62,9 @@ var variants = map[string]variant{
 	"BugInvalidateOldVersion": {"Invalidate",
 		"Invalidate through a lease on an older version removes the current binding",
 		func(o *ops) { o.Invalidate = bugInvalidateOldVersion }},
+	"BugCompleteRearmsReservation": {"Complete",
+		"a DefinitelyNotAccepted rollback re-arms the reservation's deadline: initialization without bound",
+		func(o *ops) { o.Complete = bugCompleteRearmsReservation }},
 	"BugExpireEarly": {"Expire",
 		"an idle binding is reclaimed one tick before its deadline",
 		func(o *ops) { o.Expire = bugExpireEarly }},
@@ -258,4 +261,13 @@ func bugRoomPerKeyCount(m *Model, s *State, k int) bool {
 func bugExpireEarly(m *Model, s *State, k int) (State, Result, bool) {
 	e := &s.Table[k]
 	return m.removeIf(s, k, e.St == Bound && e.Leases == 0 && e.Deadline <= s.Now+1) // BUG: + 1
+}
+
+func bugCompleteRearmsReservation(m *Model, s *State, r int, o Outcome) (State, Result, bool) {
+	n, res, ok := complete(m, s, r, o)
+	if ok && res.Kind == ResRolledBack {
+		k := s.Req[r].Key
+		n.Table[k] = reservedEntry(r, s.Now+m.Cfg.InitTimeout) // BUG: re-armed
+	}
+	return n, res, ok
 }

@@ -117,8 +117,11 @@ type Entry struct {
 	Target   int   // provisional or bound target, or None
 	TGen     int   // that target's generation, or 0
 	Deadline int64 // initialization deadline or idle deadline, or 0
-	Leases   int   // active leases (Bound only)
-	Closing  bool  // the session's final request has arrived (Bound only)
+	// RDeadline is the reservation's own deadline (Reserved, Dispatching),
+	// set when the key is reserved and kept across dispatches, or 0.
+	RDeadline int64
+	Leases    int  // active leases (Bound only)
+	Closing   bool // the session's final request has arrived (Bound only)
 }
 
 // AbsentEntry is the entry of a key that holds nothing.
@@ -141,6 +144,9 @@ type State struct {
 	NextAttempt int
 	Table       []Entry // key -> entry
 	Req         []Req   // request -> what it holds
+	// Since is the spec's ghost `since`: when each key's current
+	// initialization began, or 0 (see Track).
+	Since []int64
 }
 
 // Clone returns a deep copy of s.
@@ -149,6 +155,7 @@ func (s *State) Clone() State {
 	c.Gen = append([]int(nil), s.Gen...)
 	c.Table = append([]Entry(nil), s.Table...)
 	c.Req = append([]Req(nil), s.Req...)
+	c.Since = append([]int64(nil), s.Since...)
 	return c
 }
 
@@ -170,6 +177,14 @@ func (s *State) Equal(t *State) bool {
 	}
 	for i := range s.Req {
 		if s.Req[i] != t.Req[i] {
+			return false
+		}
+	}
+	if len(s.Since) != len(t.Since) {
+		return false
+	}
+	for i := range s.Since {
+		if s.Since[i] != t.Since[i] {
 			return false
 		}
 	}
@@ -231,5 +246,6 @@ func (m *Model) Init() State {
 	for i := range s.Req {
 		s.Req[i] = IdleReq
 	}
+	s.Since = make([]int64, len(m.Cfg.Keys))
 	return s
 }

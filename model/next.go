@@ -74,6 +74,32 @@ func (m *Model) Format(l Label) string {
 
 // Apply performs the action l names on s.
 func (m *Model) Apply(s *State, l Label) (State, Result, bool) {
+	n, res, ok := m.apply(s, l)
+	if ok {
+		m.Track(s, &n)
+	}
+	return n, res, ok
+}
+
+// Track sets the ghost Since of t, the state after a step from s, as the
+// spec's TrackSince does: a key that starts initializing records the time,
+// one that stops forgets it.
+func (m *Model) Track(s, t *State) {
+	init := func(e *Entry) bool { return e.St == Reserved || e.St == Dispatching }
+	since := make([]int64, len(t.Table))
+	for k := range t.Table {
+		switch {
+		case !init(&t.Table[k]):
+		case init(&s.Table[k]):
+			since[k] = s.Since[k]
+		default:
+			since[k] = s.Now
+		}
+	}
+	t.Since = since
+}
+
+func (m *Model) apply(s *State, l Label) (State, Result, bool) {
 	switch l.Act {
 	case ActAcquire:
 		return m.Acquire(s, l.R, l.K)

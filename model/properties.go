@@ -17,12 +17,13 @@ type ActionProperty struct {
 
 // Invariants are the spec's invariants, by name.
 var Invariants = map[string]Invariant{
-	"TypeOK":               {"TypeOK", typeOK},
-	"OneInitializer":       {"OneInitializer", oneInitializer},
-	"LeasesMatchHandles":   {"LeasesMatchHandles", leasesMatchHandles},
-	"LeasesReferToBinding": {"LeasesReferToBinding", leasesReferToBinding},
-	"WithinCapacity":       {"WithinCapacity", withinCapacity},
-	"ClosingHoldsALease":   {"ClosingHoldsALease", closingHoldsALease},
+	"TypeOK":                {"TypeOK", typeOK},
+	"OneInitializer":        {"OneInitializer", oneInitializer},
+	"LeasesMatchHandles":    {"LeasesMatchHandles", leasesMatchHandles},
+	"LeasesReferToBinding":  {"LeasesReferToBinding", leasesReferToBinding},
+	"WithinCapacity":        {"WithinCapacity", withinCapacity},
+	"ClosingHoldsALease":    {"ClosingHoldsALease", closingHoldsALease},
+	"InitializationBounded": {"InitializationBounded", initializationBounded},
 }
 
 // ActionProperties are the spec's action properties, by name.
@@ -389,6 +390,17 @@ func refusedOnlyWhenFull(m *Model, s *State, l Label, t *State) bool {
 		return true
 	}
 	return placesTaken(s, l.K) >= m.Cfg.Capacity
+}
+
+// InitializationBounded: every deadline an initialization carries is at
+// most since + 2 * InitTimeout.
+func initializationBounded(m *Model, s *State) bool {
+	for k, e := range s.Table {
+		if (e.St == Reserved || e.St == Dispatching) && e.Deadline > s.Since[k]+2*m.Cfg.InitTimeout {
+			return false
+		}
+	}
+	return true
 }
 
 // ClosingHoldsALease: a closing binding always has a lease.

@@ -35,7 +35,11 @@ func (s *State) Key() string {
 		b = binary.AppendVarint(b, int64(e.Target))
 		b = binary.AppendVarint(b, int64(e.TGen))
 		b = binary.AppendVarint(b, e.Deadline)
+		b = binary.AppendVarint(b, e.RDeadline)
 		b = binary.AppendVarint(b, int64(e.Leases))
+	}
+	for _, t := range s.Since {
+		b = binary.AppendVarint(b, t)
 	}
 	b = binary.AppendUvarint(b, uint64(len(s.Req)))
 	for _, q := range s.Req {
@@ -91,7 +95,12 @@ func DecodeKey(key string) (State, error) {
 		e.Closing = by() == 1
 		e.Holder, e.Attempt, e.Target, e.TGen = int(vi()), int(vi()), int(vi()), int(vi())
 		e.Deadline = vi()
+		e.RDeadline = vi()
 		e.Leases = int(vi())
+	}
+	s.Since = make([]int64, len(s.Table))
+	for i := range s.Since {
+		s.Since[i] = vi()
 	}
 	s.Req = make([]Req, uv())
 	for i := range s.Req {
@@ -144,10 +153,18 @@ func (m *Model) FormatState(s *State) string {
 		if k > 0 {
 			b.WriteString(" @@\n    ")
 		}
-		fmt.Fprintf(&b, "%s :> [st |-> %q, holder |-> %s, attempt |-> %d, target |-> %s, tgen |-> %d, deadline |-> %d, leases |-> %d, closing |-> %s]",
+		fmt.Fprintf(&b, "%s :> [st |-> %q, holder |-> %s, attempt |-> %d, target |-> %s, tgen |-> %d, deadline |-> %d, rdeadline |-> %d, leases |-> %d, closing |-> %s]",
 			c.Keys[k], e.St.String(), nameOr(c.Requests, e.Holder, "NoReq"), e.Attempt,
-			nameOr(c.Targets, e.Target, "NoTarget"), e.TGen, e.Deadline, e.Leases,
+			nameOr(c.Targets, e.Target, "NoTarget"), e.TGen, e.Deadline, e.RDeadline, e.Leases,
 			strings.ToUpper(strconv.FormatBool(e.Closing)))
+	}
+	b.WriteString(")\n")
+	b.WriteString("/\\ since = (")
+	for k, t := range s.Since {
+		if k > 0 {
+			b.WriteString(" @@ ")
+		}
+		fmt.Fprintf(&b, "%s :> %d", c.Keys[k], t)
 	}
 	b.WriteString(")\n")
 	b.WriteString("/\\ req = (")
@@ -371,9 +388,13 @@ func (m *Model) stateFromValues(vars map[string]*tlaValue) (State, error) {
 		e.Target = index(c.Targets, "NoTarget", r["target"], "target")
 		e.TGen = int(num(r["tgen"], "tgen"))
 		e.Deadline = num(r["deadline"], "deadline")
+		e.RDeadline = num(r["rdeadline"], "rdeadline")
 		e.Leases = int(num(r["leases"], "leases"))
 		e.Closing = get(r["closing"], 'b', "closing").num == 1
 		s.Table = append(s.Table, e)
+	}
+	for _, t := range fn("since", c.Keys) {
+		s.Since = append(s.Since, num(t, "since[k]"))
 	}
 	for _, rv := range fn("req", c.Requests) {
 		r := get(rv, 'r', "req[r]").fields

@@ -21,9 +21,12 @@ const (
 type Config struct {
 	// IdleTTL is how long a binding with no active leases lives (1 s .. 1 year).
 	IdleTTL time.Duration
-	// InitTimeout bounds how long a reservation, and then a dispatch, may
-	// take (1 s .. 1 year). A reservation past it is released; a dispatch
-	// past it is quarantined.
+	// InitTimeout bounds how long a reservation may take to dispatch,
+	// counted from when the key was reserved and across
+	// DefinitelyNotAccepted retries, and how long each dispatch may take
+	// (1 s .. 1 year): an initialization ends within twice InitTimeout. A
+	// reservation past its deadline is released; a dispatch past its own is
+	// quarantined.
 	InitTimeout time.Duration
 	// MaxEntries bounds the live entries in the table (positive; see
 	// DefaultMaxEntries).

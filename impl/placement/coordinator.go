@@ -317,7 +317,8 @@ func (c *Coordinator[T]) acquireSlow(ctx context.Context, key string, wait bool)
 // reserveLocked makes the caller the key's initializer.
 func (c *Coordinator[T]) reserveLocked(e *entry[T], now int64) *Reservation[T] {
 	r := &Reservation[T]{c: c, e: e}
-	e.st, e.p = stReserved, &pending[T]{resv: r, deadline: now + c.initTimeout}
+	d := now + c.initTimeout
+	e.st, e.p = stReserved, &pending[T]{resv: r, deadline: d, resDeadline: d}
 	c.noteDeadline(e.p.deadline)
 	c.stats.reservations.Add(1)
 	e.notifyLocked()

@@ -163,7 +163,8 @@ func (d *Dispatch[T]) Reservation() *Reservation[T] { return d.r }
 //   - Accepted commits the binding and returns the dispatcher's lease; if the
 //     key was quarantined for this attempt (timeout), the late result settles it.
 //   - DefinitelyNotAccepted returns the reservation to its holder (see
-//     Reservation); a late one settles a quarantine to absent.
+//     Reservation), with the deadline it was reserved with (retries do not
+//     extend it); a late one settles a quarantine to absent.
 //   - Ambiguous quarantines the key.
 //
 // An attempt that is no longer current is fenced: a *FencedError, no change.
@@ -208,8 +209,11 @@ func (d *Dispatch[T]) Complete(o Outcome) (Lease[T], error) {
 		c.emitLocked(ev)
 		return c.newLease(c.bindLocked(e, 1, now)), nil
 	case o == DefinitelyNotAccepted && !late:
+		// The reservation comes back with its own deadline, so retries
+		// cannot keep a key initializing for ever: an initialization ends
+		// within twice InitTimeout of its reservation.
 		e.st = stReserved
-		e.p.deadline = now + c.initTimeout
+		e.p.deadline = e.p.resDeadline
 		c.noteDeadline(e.p.deadline)
 		e.notifyLocked()
 		ev.Kind = EventRolledBack

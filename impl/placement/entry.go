@@ -56,6 +56,10 @@ type pending[T comparable] struct {
 	slot     *targetSlot[T]  // its target's catalog slot
 	tgen     uint64          // its target's generation
 	deadline int64           // initialization deadline (stReserved, stDispatching)
+	// resDeadline is the reservation's own deadline, set when the key is
+	// reserved and kept across dispatches: a DefinitelyNotAccepted
+	// rollback returns the reservation with it, never a fresh one.
+	resDeadline int64
 }
 
 // keyed is an entry allocated with room for its key's bytes (B is a byte

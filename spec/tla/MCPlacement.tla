@@ -41,7 +41,7 @@ BugCompleteAcceptsStale(r, o) ==
               /\ table' = table
               /\ req' = [req EXCEPT ![r] = IdleReq]
          [] o = "DefinitelyNotAccepted" /\ e.st = "Dispatching" ->
-              /\ table' = [table EXCEPT ![k] = ReservedEntry(r, now + InitTimeout)]
+              /\ table' = [table EXCEPT ![k] = ReservedEntry(r, e.rdeadline)]
               /\ req' = [req EXCEPT ![r] = ReqAt("Reserved", k, 0)]
          [] o = "DefinitelyNotAccepted" ->
               /\ table' = [table EXCEPT ![k] = AbsentEntry]
@@ -110,10 +110,11 @@ BugBeginDispatchStaleGeneration(r, t) ==
     LET k == req[r].key IN
     /\ req[r].pc \in {"Reserved", "Revoked"}
     /\ IF HoldsReservation(r)
-       THEN /\ nextAttempt \in Attempts
+       THEN /\ now < table[k].deadline
+            /\ nextAttempt \in Attempts
             /\ table' = [table EXCEPT ![k] =
                     DispatchingEntry(r, nextAttempt, t, IF gen[t] > 1 THEN gen[t] - 1 ELSE 1,  \* BUG
-                                     now + InitTimeout)]
+                                     now + InitTimeout, table[k].rdeadline)]
             /\ req' = [req EXCEPT ![r] = ReqAt("Dispatching", k, nextAttempt)]
             /\ nextAttempt' = nextAttempt + 1
        ELSE /\ table' = table
@@ -134,7 +135,7 @@ CompleteWithAmbiguous(r, o, ambiguous) ==
                    /\ table' = [table EXCEPT ![k] = BoundEntry(e.attempt, e.target, e.tgen, 1, now + TTL)]
                    /\ req' = [req EXCEPT ![r] = ReqAt("Holding", k, e.attempt)]
               [] o = "DefinitelyNotAccepted" /\ e.st = "Dispatching" ->
-                   /\ table' = [table EXCEPT ![k] = ReservedEntry(r, now + InitTimeout)]
+                   /\ table' = [table EXCEPT ![k] = ReservedEntry(r, e.rdeadline)]
                    /\ req' = [req EXCEPT ![r] = ReqAt("Reserved", k, 0)]
               [] o = "DefinitelyNotAccepted" ->
                    /\ table' = [table EXCEPT ![k] = AbsentEntry]
@@ -153,7 +154,7 @@ BugCompleteAmbiguousRollsBack(r, o) ==
     LET k == req[r].key IN
     CompleteWithAmbiguous(r, o,
         IF table[k].st = "Dispatching"                          \* BUG
-        THEN /\ table' = [table EXCEPT ![k] = ReservedEntry(r, now + InitTimeout)]
+        THEN /\ table' = [table EXCEPT ![k] = ReservedEntry(r, table[k].rdeadline)]
              /\ req' = [req EXCEPT ![r] = ReqAt("Reserved", k, 0)]
         ELSE QuarantineOf(r))
 
@@ -211,6 +212,28 @@ BugExpireEarly(k) ==
     /\ table[k].st = "Bound" /\ table[k].leases = 0 /\ table[k].deadline <= now + 1  \* BUG: + 1
     /\ table' = [table EXCEPT ![k] = AbsentEntry]
     /\ UNCHANGED <<now, gen, nextAttempt, req>>
+
+(* A DefinitelyNotAccepted rollback re-arms the reservation's deadline    *)
+(* (the landed core did this): a target that keeps answering              *)
+(* DefinitelyNotAccepted keeps the key initializing without bound.        *)
+BugCompleteRearmsReservation(r, o) ==
+    LET k == req[r].key
+        e == table[k] IN
+    /\ req[r].pc \in {"Dispatching", "Late"}
+    /\ IF ~CurrentAttempt(r)
+       THEN /\ table' = table
+            /\ req' = [req EXCEPT ![r] = IdleReq]
+       ELSE CASE o = "Accepted" ->
+                   /\ table' = [table EXCEPT ![k] = BoundEntry(e.attempt, e.target, e.tgen, 1, now + TTL)]
+                   /\ req' = [req EXCEPT ![r] = ReqAt("Holding", k, e.attempt)]
+              [] o = "DefinitelyNotAccepted" /\ e.st = "Dispatching" ->  \* BUG: re-armed
+                   /\ table' = [table EXCEPT ![k] = ReservedEntry(r, now + InitTimeout)]
+                   /\ req' = [req EXCEPT ![r] = ReqAt("Reserved", k, 0)]
+              [] o = "DefinitelyNotAccepted" ->
+                   /\ table' = [table EXCEPT ![k] = AbsentEntry]
+                   /\ req' = [req EXCEPT ![r] = IdleReq]
+              [] OTHER -> QuarantineOf(r)
+    /\ UNCHANGED <<now, gen, nextAttempt>>
 
 (* Room is never there: nothing is ever reserved, so nothing is bound and *)
 (* every property about bindings would hold vacuously.                    *)

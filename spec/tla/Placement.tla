@@ -38,6 +38,7 @@ VARIABLES
     nextAttempt,  \* the next fresh attempt id (ids are never reused)
     table,        \* key -> entry
     req,          \* request -> what the request holds
+    since,        \* ghost: key -> when its current initialization began (0 if none)
     step          \* ghost: the label of the step just taken (see Next)
 
 vars == <<now, gen, nextAttempt, table, req>>
@@ -49,8 +50,12 @@ vars == <<now, gen, nextAttempt, table, req>>
 (* cannot change it, and no action reads it. It is not part of the        *)
 (* protocol's state: `View` leaves it out, so TLC and the Go model count   *)
 (* and compare the same states.                                            *)
-allvars == <<vars, step>>
-View == vars
+(* The ghost `since` records when each key's current initialization (its  *)
+(* reservation, dispatches and rollbacks) began, also set in Next; it is   *)
+(* part of the view, but a function of the protocol's state whenever the   *)
+(* protocol is right, so it adds no states to the correct configs.         *)
+allvars == <<vars, since, step>>
+View == <<vars, since>>
 
 EntryStates == {"Absent", "Reserved", "Dispatching", "Bound", "Quarantined"}
 Pcs == {"Idle", "Waiting", "Reserved", "Revoked", "Dispatching", "Late", "Holding"}
@@ -60,13 +65,15 @@ Attempts == 1..MaxAttempt
 Max(a, b) == IF a > b THEN a ELSE b
 
 (* Entries have one shape; fields a state does not use hold their default. *)
+(* `rdeadline` is the reservation's own deadline, set when the key is     *)
+(* reserved and kept across its dispatches and rollbacks.                 *)
 AbsentEntry == [st |-> "Absent", holder |-> NoReq, attempt |-> 0, target |-> NoTarget,
-                tgen |-> 0, deadline |-> 0, leases |-> 0, closing |-> FALSE]
+                tgen |-> 0, deadline |-> 0, rdeadline |-> 0, leases |-> 0, closing |-> FALSE]
 ReservedEntry(r, d) ==
-    [AbsentEntry EXCEPT !.st = "Reserved", !.holder = r, !.deadline = d]
-DispatchingEntry(r, a, t, g, d) ==
+    [AbsentEntry EXCEPT !.st = "Reserved", !.holder = r, !.deadline = d, !.rdeadline = d]
+DispatchingEntry(r, a, t, g, d, rd) ==
     [AbsentEntry EXCEPT !.st = "Dispatching", !.holder = r, !.attempt = a,
-                        !.target = t, !.tgen = g, !.deadline = d]
+                        !.target = t, !.tgen = g, !.deadline = d, !.rdeadline = rd]
 QuarantinedEntry(a, t, g) ==
     [AbsentEntry EXCEPT !.st = "Quarantined", !.attempt = a, !.target = t, !.tgen = g]
 BoundEntry(a, t, g, n, d) ==
@@ -96,6 +103,7 @@ Init ==
     /\ nextAttempt = 1
     /\ table = [k \in Keys |-> AbsentEntry]
     /\ req = [r \in Requests |-> IdleReq]
+    /\ since = [k \in Keys |-> 0]
     /\ step = Label("Init", NoReq, NoKey, NoTarget, 0, 0, "None", 0)
 
 -----------------------------------------------------------------------------
@@ -136,14 +144,16 @@ Cancel(r) ==
     /\ UNCHANGED <<now, gen, nextAttempt>>
 
 (* BeginDispatch(r, t): dispatch to t under a fresh attempt id and t's     *)
-(* current generation.                                                     *)
+(* current generation, before the reservation's deadline (past it, the     *)
+(* reservation is due to time out). The dispatch has InitTimeout to end.   *)
 BeginDispatch(r, t) ==
     LET k == req[r].key IN
     /\ req[r].pc \in {"Reserved", "Revoked"}
     /\ IF HoldsReservation(r)
-       THEN /\ nextAttempt \in Attempts
+       THEN /\ now < table[k].deadline
+            /\ nextAttempt \in Attempts
             /\ table' = [table EXCEPT ![k] =
-                    DispatchingEntry(r, nextAttempt, t, gen[t], now + InitTimeout)]
+                    DispatchingEntry(r, nextAttempt, t, gen[t], now + InitTimeout, table[k].rdeadline)]
             /\ req' = [req EXCEPT ![r] = ReqAt("Dispatching", k, nextAttempt)]
             /\ nextAttempt' = nextAttempt + 1
        ELSE /\ table' = table                                \* reservation lost
@@ -169,8 +179,8 @@ Complete(r, o) ==
        ELSE CASE o = "Accepted" ->
                    /\ table' = [table EXCEPT ![k] = BoundEntry(e.attempt, e.target, e.tgen, 1, now + TTL)]
                    /\ req' = [req EXCEPT ![r] = ReqAt("Holding", k, e.attempt)]
-              [] o = "DefinitelyNotAccepted" /\ e.st = "Dispatching" ->
-                   /\ table' = [table EXCEPT ![k] = ReservedEntry(r, now + InitTimeout)]
+              [] o = "DefinitelyNotAccepted" /\ e.st = "Dispatching" ->  \* the reservation's own deadline
+                   /\ table' = [table EXCEPT ![k] = ReservedEntry(r, e.rdeadline)]
                    /\ req' = [req EXCEPT ![r] = ReqAt("Reserved", k, 0)]
               [] o = "DefinitelyNotAccepted" ->              \* late: settles to absent
                    /\ table' = [table EXCEPT ![k] = AbsentEntry]
@@ -291,6 +301,13 @@ Did(act, r, k, t, a, g, o, time) == step' = Label(act, r, k, t, a, g, o, time)
 ByReq(act, r) == Did(act, r, NoKey, NoTarget, 0, 0, "None", 0)
 OnKey(act, k) == Did(act, NoReq, k, NoTarget, 0, 0, "None", 0)
 
+(* since: a key that starts initializing (reserved from any other state)  *)
+(* records the time; one that stops forgets it.                           *)
+Initializing(e) == e.st \in {"Reserved", "Dispatching"}
+TrackSince ==
+    since' = [k \in Keys |-> IF ~Initializing(table'[k]) THEN 0
+                             ELSE IF Initializing(table[k]) THEN since[k] ELSE now]
+
 Next ==
     \/ \E r \in Requests, k \in Keys : Acquire(r, k) /\ Did("Acquire", r, k, NoTarget, 0, 0, "None", 0)
     \/ \E r \in Requests : Cancel(r) /\ ByReq("Cancel", r)
@@ -329,7 +346,7 @@ SystemFairness ==
 
 Fairness == ClientFairness /\ SystemFairness
 
-Spec == Init /\ [][Next]_allvars /\ Fairness
+Spec == Init /\ [][Next /\ TrackSince]_allvars /\ Fairness
 
 -----------------------------------------------------------------------------
 (* What the properties below promise is said with these definitions only,  *)
@@ -415,6 +432,12 @@ LeasesReferToBinding ==
 (* Live entries (reserved, dispatching, quarantined, or bound and neither  *)
 (* expired nor stale) never exceed the table's capacity.                   *)
 WithinCapacity == PlacesTaken(Keys) <= Capacity
+
+(* An initialization ends within twice InitTimeout of its start, however  *)
+(* many times its target answers DefinitelyNotAccepted: every deadline it  *)
+(* carries (reservation or dispatch) is at most since + 2 * InitTimeout.   *)
+InitializationBounded ==
+    \A k \in Keys : Initializing(table[k]) => table[k].deadline <= since[k] + 2 * InitTimeout
 
 (* A closing binding still has a lease: the end of its last lease removes *)
 (* it, so it never lingers, closed, with none.                            *)
