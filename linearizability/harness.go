@@ -137,9 +137,9 @@ func Execute(plan Plan, ops int, mutate ...func(*placement.Config)) (*Run, error
 					limit = ShortWait
 				}
 				ctx, cancel := context.WithTimeout(context.Background(), limit)
-				if in.Op == OpRelease && !in.Again {
-					// The idle deadline comes from a clock reading within
-					// the call (see Stepper.Steps).
+				if sets := setsDeadline(in.Op); sets && !in.Again {
+					// A deadline the call sets comes from a clock reading
+					// within the call (see Stepper.Steps).
 					in.Window, in.Clock = true, int64(sys.Clock.Now()/Unit)
 				}
 				call := time.Since(start).Nanoseconds()

@@ -71,10 +71,11 @@ type Input struct {
 	// (ManualClock.Set), the way the runtime clock moves between two reaper
 	// ticks: expired entries stay until something touches them.
 	Lazy bool `json:"lazy,omitempty"`
-	// Window and Clock: a Release whose call began with the clock at Clock
-	// (model units). Release reads the clock once, before it ends the lease,
-	// so the idle deadline it sets may come from any clock value between
-	// Clock and the moment the lease ends (see Stepper.Steps).
+	// Window and Clock: an operation that sets a deadline (setsDeadline)
+	// whose call began with the clock at Clock (model units). It reads the
+	// clock once, before its change takes effect, so the deadline it sets
+	// may come from any clock value between Clock and that moment (see
+	// Stepper.Steps).
 	Window bool  `json:"window,omitempty"`
 	Clock  int64 `json:"clock,omitempty"`
 }
@@ -183,5 +184,20 @@ func (in Input) String() string {
 	if in.Op == OpRelease && in.Window && !in.Again {
 		return fmt.Sprintf("r%d Release(called at %d)", in.Client, in.Clock)
 	}
+	if in.Window {
+		return fmt.Sprintf("r%d %s (called at %d)", in.Client, in.Op, in.Clock)
+	}
 	return fmt.Sprintf("r%d %s", in.Client, in.Op)
+}
+
+// setsDeadline reports whether op may set a deadline from its reading of
+// the clock: a reservation's (Acquire, TryAcquire), a dispatch's
+// (BeginDispatch), a new binding's idle deadline (CommitAccepted, Complete
+// with Accepted, Resolve with Accepted) or a released one's (Release).
+func setsDeadline(op OpKind) bool {
+	switch op {
+	case OpAcquire, OpTryAcquire, OpBeginDispatch, OpCommitAccepted, OpComplete, OpResolve, OpRelease:
+		return true
+	}
+	return false
 }

@@ -74,12 +74,16 @@ func PorcupineModel(st *Stepper, partition bool) porcupine.Model {
 // between), so an observed id at or above the model's next id is taken as
 // the fresh id.
 //
-// A windowed Release (Input.Window) that makes its binding idle sets the
-// idle deadline from its one reading of the clock, taken before the lease
-// ends: any value the clock held from the call (Input.Clock) to the
-// linearization point (s.Now), so each is a possible next state. The spec's
-// Release reads now at its step; a clock update that lands inside the call
-// may or may not be in the reading.
+// An operation that sets a deadline from its reading of the clock (a
+// windowed Input: a reservation, a dispatch, a new binding, a Release that
+// makes its binding idle) reads the clock once, before its change takes
+// effect: any value the clock held from the call (Input.Clock) to the
+// linearization point (s.Now). The spec's actions read now at their step;
+// a clock update that lands inside the call may or may not be in the
+// reading. So each such value gives a possible next state, in which the
+// deadlines the step set (and the start of an initialization it began)
+// come from that reading. What the step decides (hit or miss, timed out or
+// not) is still decided at s.Now.
 func (st *Stepper) Steps(s model.State, in Input, out Output) []model.State {
 	if in.Op == OpAcquire && out.Kind == OutCancelled {
 		return []model.State{s} // gave up waiting: no effect
@@ -99,24 +103,58 @@ func (st *Stepper) Steps(s model.State, in Input, out Output) []model.State {
 	if in.Op == OpAcquire && want.Kind == OutWouldWait {
 		return nil // a blocking Acquire returns only once the key is free
 	}
-	if in.Op != OpRelease || !in.Window || in.Again {
+	if !in.Window || in.Again || in.Clock >= s.Now {
+		if in.Window && in.Clock > s.Now {
+			return nil // it read a clock later than its linearization point
+		}
 		return []model.State{next}
 	}
-	k := s.Req[in.Client].Key
-	if k == model.None {
+	set := st.deadlinesSet(&s, &next, in)
+	if len(set) == 0 {
 		return []model.State{next}
-	}
-	if e, n := s.Table[k], next.Table[k]; e.St != model.Bound || n.St != model.Bound ||
-		e.Attempt != n.Attempt || e.Leases != 1 || n.Leases != 0 {
-		return []model.State{next} // not the last lease: no idle deadline set
 	}
 	var states []model.State
 	for c := in.Clock; c <= s.Now; c++ {
 		n := next.Clone()
-		n.Table[k].Deadline = c + st.M.Cfg.TTL
+		for _, k := range set {
+			shift := s.Now - c
+			e := &n.Table[k]
+			switch e.St {
+			case model.Reserved:
+				e.Deadline -= shift
+				e.RDeadline -= shift
+				n.Since[k] -= shift
+			case model.Dispatching:
+				e.Deadline -= shift // the reservation's own deadline stays
+			default:
+				e.Deadline -= shift
+			}
+		}
 		states = append(states, n)
 	}
 	return states
+}
+
+// deadlinesSet lists the keys whose deadline the step from s to next set
+// from the clock: a key newly reserved, newly dispatching, newly bound, or
+// a binding made idle by a Release.
+func (st *Stepper) deadlinesSet(s, next *model.State, in Input) []int {
+	var keys []int
+	for k := range next.Table {
+		a, b := &s.Table[k], &next.Table[k]
+		switch {
+		case b.St == model.Reserved && a.St != model.Reserved && a.St != model.Dispatching:
+			keys = append(keys, k) // a fresh reservation (not a rollback: its deadline is the reservation's own)
+		case b.St == model.Dispatching && (a.St != model.Dispatching || a.Attempt != b.Attempt):
+			keys = append(keys, k)
+		case b.St == model.Bound && (a.St != model.Bound || a.Attempt != b.Attempt):
+			keys = append(keys, k)
+		case in.Op == OpRelease && a.St == model.Bound && b.St == model.Bound && a.Attempt == b.Attempt &&
+			a.Leases == 1 && b.Leases == 0:
+			keys = append(keys, k)
+		}
+	}
+	return keys
 }
 
 func describeState(st *Stepper, s *model.State) string {
