@@ -60,9 +60,11 @@
 // lease on it; a hit that wins the word first keeps the binding alive. So
 // a binding reported gone stays gone, with whatever clock: the runtime
 // clock moves between reaper ticks without reclaiming anything, as
-// ManualClock.Set does. Release sets the idle deadline from one reading of
-// the clock taken before its lease ends, so a clock update that lands
-// during the call may or may not count toward it.
+// ManualClock.Set does. Every deadline an operation sets (a reservation's,
+// a dispatch's, a new or released binding's idle deadline) comes from one
+// reading of the clock taken during the call, before its change takes
+// effect, so a clock update that lands during the call may or may not
+// count toward it.
 //
 // The Observer receives each key's events in the order they happened (see
 // Event); operations on one key are linearizable with respect to the model
