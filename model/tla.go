@@ -134,19 +134,29 @@ func nameOr(names []string, i int, none string) string {
 	return names[i]
 }
 
+// writeNumbers writes the variable name, a function from names to numbers,
+// as TLC prints it.
+func writeNumbers(b *strings.Builder, name string, names []string, values []int64) {
+	fmt.Fprintf(b, "/\\ %s = (", name)
+	for i, v := range values {
+		if i > 0 {
+			b.WriteString(" @@ ")
+		}
+		fmt.Fprintf(b, "%s :> %d", names[i], v)
+	}
+	b.WriteString(")\n")
+}
+
 // FormatState renders s as TLC prints a state.
 func (m *Model) FormatState(s *State) string {
 	c := &m.Cfg
 	var b strings.Builder
 	fmt.Fprintf(&b, "/\\ now = %d\n", s.Now)
-	b.WriteString("/\\ gen = (")
+	gen := make([]int64, len(s.Gen))
 	for t, g := range s.Gen {
-		if t > 0 {
-			b.WriteString(" @@ ")
-		}
-		fmt.Fprintf(&b, "%s :> %d", c.Targets[t], g)
+		gen[t] = int64(g)
 	}
-	b.WriteString(")\n")
+	writeNumbers(&b, "gen", c.Targets, gen)
 	fmt.Fprintf(&b, "/\\ nextAttempt = %d\n", s.NextAttempt)
 	b.WriteString("/\\ table = (")
 	for k, e := range s.Table {
@@ -159,14 +169,7 @@ func (m *Model) FormatState(s *State) string {
 			strings.ToUpper(strconv.FormatBool(e.Closing)))
 	}
 	b.WriteString(")\n")
-	b.WriteString("/\\ since = (")
-	for k, t := range s.Since {
-		if k > 0 {
-			b.WriteString(" @@ ")
-		}
-		fmt.Fprintf(&b, "%s :> %d", c.Keys[k], t)
-	}
-	b.WriteString(")\n")
+	writeNumbers(&b, "since", c.Keys, s.Since)
 	b.WriteString("/\\ req = (")
 	for r, q := range s.Req {
 		if r > 0 {
