@@ -137,7 +137,7 @@ func Execute(plan Plan, ops int, mutate ...func(*placement.Config)) (*Run, error
 					limit = ShortWait
 				}
 				ctx, cancel := context.WithTimeout(context.Background(), limit)
-				if sets := setsDeadline(in.Op); sets && !in.Again {
+				if setsDeadline(in.Op) && !in.Again {
 					// A deadline the call sets comes from a clock reading
 					// within the call (see Stepper.Steps).
 					in.Window, in.Clock = true, int64(sys.Clock.Now()/Unit)

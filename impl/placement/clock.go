@@ -9,7 +9,9 @@ import (
 
 // ManualClock is a clock a simulation host drives. Coordinators that use it
 // run no reaper goroutine: each Advance reclaims expired entries and times
-// out initializations synchronously, before it returns.
+// out initializations synchronously, before it returns. Set moves time
+// without reclaiming (as the runtime clock moves between reaper ticks) and
+// Reclaim runs one reaper tick.
 type ManualClock struct {
 	mu   sync.Mutex
 	t    atomic.Int64
