@@ -50,7 +50,7 @@ type Coordinator struct {
 // NewCoordinator returns a coordinator with room for n entries.
 func NewCoordinator(n int) *Coordinator {
 	clk := placement.NewManualClock(0)
-	c, err := placement.New[Worker](placement.Config{IdleTTL: time.Duration(ttl), InitTimeout: time.Minute,
+	c, err := placement.New[Worker](placement.Config{IdleTTL: time.Duration(ttl), ReserveTimeout: time.Minute, DispatchTimeout: time.Minute,
 		MaxEntries: n, MaxKeyBytes: 64, Clock: clk})
 	if err != nil {
 		panic(err)

@@ -46,7 +46,7 @@ func TestLifecycle_CatchesOutOfOrderEvents(t *testing.T) {
 // any clock value between its call and its linearization point, and from no
 // other; one that leaves other leases, or has no window, is deterministic.
 func TestSteps_ReleaseWindow(t *testing.T) {
-	st, err := NewStepper(Shape{Clients: 2, Keys: 1, Targets: 1, Capacity: 1, TTL: 2, InitTimeout: 2})
+	st, err := NewStepper(Shape{Clients: 2, Keys: 1, Targets: 1, Capacity: 1, TTL: 2, ReserveTimeout: 2, DispatchTimeout: 2, QuarantineTTL: 3})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -260,12 +260,14 @@ func chooseHot(sys *System, in Input, pick func(n int) int) (Input, bool) {
 // DrawShape draws a small system shape.
 func DrawShape(t *rapid.T) Shape {
 	return Shape{
-		Clients:     rapid.IntRange(1, 4).Draw(t, "clients"),
-		Keys:        rapid.IntRange(1, 3).Draw(t, "keys"),
-		Targets:     rapid.IntRange(1, 3).Draw(t, "targets"),
-		Capacity:    rapid.IntRange(1, 3).Draw(t, "capacity"),
-		TTL:         rapid.Int64Range(1, 3).Draw(t, "ttl"),
-		InitTimeout: rapid.Int64Range(1, 3).Draw(t, "init"),
+		Clients:         rapid.IntRange(1, 4).Draw(t, "clients"),
+		Keys:            rapid.IntRange(1, 3).Draw(t, "keys"),
+		Targets:         rapid.IntRange(1, 3).Draw(t, "targets"),
+		Capacity:        rapid.IntRange(1, 3).Draw(t, "capacity"),
+		TTL:             rapid.Int64Range(1, 3).Draw(t, "ttl"),
+		ReserveTimeout:  rapid.Int64Range(1, 3).Draw(t, "reserve"),
+		DispatchTimeout: rapid.Int64Range(1, 3).Draw(t, "dispatch"),
+		QuarantineTTL:   rapid.Int64Range(1, 4).Draw(t, "quarantine"),
 	}
 }
 

@@ -52,6 +52,8 @@ func (from lifeState) next(kind placement.EventKind) (lifeState, bool) {
 		return lifeAbsent, from == lifeBound || from == lifeSettled
 	case placement.EventCapacityRejected:
 		return lifeAbsent, from == lifeAbsent || from == lifeSettled
+	case placement.EventQuarantineExpired:
+		return lifeAbsent, from == lifeQuarantined
 	}
 	return from, false
 }

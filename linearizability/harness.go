@@ -36,15 +36,17 @@ func DrawPlan(seed uint64, ops int) Plan {
 	switch seed % 4 {
 	case 1:
 		p.Shape = Shape{Clients: 3 + rng.IntN(3), Keys: 1 + rng.IntN(3), Targets: 1 + rng.IntN(2),
-			Capacity: 1 + rng.IntN(2), TTL: 1 + int64(rng.IntN(2)), InitTimeout: 1 + int64(rng.IntN(2))}
+			Capacity: 1 + rng.IntN(2), TTL: 1 + int64(rng.IntN(2)), ReserveTimeout: 1 + int64(rng.IntN(2)),
+			DispatchTimeout: 1 + int64(rng.IntN(2)), QuarantineTTL: 1 + int64(rng.IntN(3))}
 	case 3:
 		p.Hot, p.Procs = true, 2+rng.IntN(3)
-		p.Shape = Shape{Clients: 3 + rng.IntN(2), Keys: 1, Targets: 1, Capacity: 1, TTL: 1, InitTimeout: 2}
+		p.Shape = Shape{Clients: 3 + rng.IntN(2), Keys: 1, Targets: 1, Capacity: 1, TTL: 1, ReserveTimeout: 2,
+			DispatchTimeout: 1, QuarantineTTL: 2}
 	default:
 		keys := 3 + rng.IntN(4)
 		p.Partitioned = true
 		p.Shape = Shape{Clients: 4 + rng.IntN(4), Keys: keys, Targets: 1 + rng.IntN(3),
-			Capacity: keys, TTL: 2, InitTimeout: 2}
+			Capacity: keys, TTL: 2, ReserveTimeout: 2, DispatchTimeout: 2, QuarantineTTL: 3}
 	}
 	p.Choices = make([][]int, p.Shape.Clients)
 	p.Jitter = make([][]int, p.Shape.Clients)

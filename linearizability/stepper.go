@@ -29,7 +29,9 @@ type Stepper struct {
 
 // NewStepper returns the stepper for a system of the given shape.
 func NewStepper(sh Shape) (*Stepper, error) {
-	cfg := model.Config{Capacity: sh.Capacity, TTL: sh.TTL, InitTimeout: sh.InitTimeout,
+	sh = sh.normalized()
+	cfg := model.Config{Capacity: sh.Capacity, TTL: sh.TTL, ReserveTimeout: sh.ReserveTimeout,
+		DispatchTimeLimit: sh.DispatchTimeout, QuarantineTTL: sh.QuarantineTTL,
 		MaxClock: math.MaxInt64 / 4}
 	for i := 0; i < sh.Keys; i++ {
 		cfg.Keys = append(cfg.Keys, fmt.Sprintf("k%d", i))
@@ -50,9 +52,20 @@ func NewStepper(sh Shape) (*Stepper, error) {
 // Init returns the initial model state.
 func (st *Stepper) Init() model.State { return st.M.Init() }
 
-// Settle applies every enabled ReservationTimeout and DispatchTimeout.
+// Settle applies every enabled ReservationTimeout and DispatchTimeout, and
+// ends every quarantine that is over (QuarantineExpire, and DropStale of a
+// quarantine whose target's generation moved on): the implementation
+// applies them on every access to the key, and a quarantine's deadline
+// does not depend on when its dispatch timeout was applied.
 func (st *Stepper) Settle(s model.State) model.State {
-	return st.apply(s, st.M.ReservationTimeout, st.M.DispatchTimeout)
+	return st.apply(s, st.M.ReservationTimeout, st.M.DispatchTimeout, st.M.QuarantineExpire, st.dropStaleQuarantine)
+}
+
+func (st *Stepper) dropStaleQuarantine(s *model.State, k int) (model.State, model.Result, bool) {
+	if s.Table[k].St != model.Quarantined {
+		return model.State{}, model.Result{}, false
+	}
+	return st.M.DropStale(s, k)
 }
 
 // Sweep applies every enabled Expire and DropStale: what a reaper tick

@@ -9,10 +9,37 @@ import (
 	"github.com/placementlab/placement/impl/placement"
 )
 
-// Shape is the size of a checked system.
+// Shape is the size of a checked system. Times are in model time units
+// (seconds on the coordinator).
 type Shape struct {
 	Clients, Keys, Targets, Capacity int
-	TTL, InitTimeout                 int64 // model time units (seconds on the coordinator)
+	TTL                              int64
+	ReserveTimeout, DispatchTimeout  int64
+	QuarantineTTL                    int64
+	// InitTimeout is what histories saved before the two timeouts were
+	// split carry: it stands for both, and those histories have no
+	// QuarantineTTL (quarantines that never expire while they run).
+	InitTimeout int64 `json:",omitempty"`
+}
+
+// noQuarantineTTL stands for "no QuarantineTTL" in old histories: longer
+// than any history runs (194 days of model seconds, within Config's bound).
+const noQuarantineTTL = 1 << 24
+
+// normalized fills what an old history's shape leaves out.
+func (sh Shape) normalized() Shape {
+	if sh.InitTimeout != 0 {
+		if sh.ReserveTimeout == 0 {
+			sh.ReserveTimeout = sh.InitTimeout
+		}
+		if sh.DispatchTimeout == 0 {
+			sh.DispatchTimeout = sh.InitTimeout
+		}
+	}
+	if sh.QuarantineTTL == 0 {
+		sh.QuarantineTTL = noQuarantineTTL
+	}
+	return sh
 }
 
 // Unit is one model time unit on the coordinator's manual clock.
@@ -50,9 +77,11 @@ type System struct {
 
 // NewSystem builds a coordinator of the given shape.
 func NewSystem(sh Shape, mutate ...func(*placement.Config)) (*System, error) {
+	sh = sh.normalized()
 	clk := placement.NewManualClock(0)
 	cfg := placement.Config{
-		IdleTTL: time.Duration(sh.TTL) * Unit, InitTimeout: time.Duration(sh.InitTimeout) * Unit,
+		IdleTTL: time.Duration(sh.TTL) * Unit, ReserveTimeout: time.Duration(sh.ReserveTimeout) * Unit,
+		DispatchTimeout: time.Duration(sh.DispatchTimeout) * Unit, QuarantineTTL: time.Duration(sh.QuarantineTTL) * Unit,
 		MaxEntries: sh.Capacity, MaxKeyBytes: 16, Clock: clk,
 	}
 	for _, m := range mutate {

@@ -20,7 +20,7 @@ const (
 	ResFenced                          // Complete/Resolve naming a stale attempt or generation
 	ResEnded                           // Release/Abandon/Invalidate/Close on the current binding
 	ResSuperseded                      // a lease on an older binding version
-	ResRemoved                         // InvalidateKey, Expire, DropStale, timeouts
+	ResRemoved                         // InvalidateKey, Expire, DropStale, QuarantineExpire, timeouts
 	ResBumped                          // Bump
 	ResAdvanced                        // Advance
 )
@@ -58,18 +58,19 @@ type Model struct {
 
 // ops are the definitions a TLC config may override (`Name <- Variant`).
 type ops struct {
-	Acquire         func(m *Model, s *State, r, k int) (State, Result, bool)
-	BeginDispatch   func(m *Model, s *State, r, t int) (State, Result, bool)
-	Complete        func(m *Model, s *State, r int, o Outcome) (State, Result, bool)
-	Resolve         func(m *Model, s *State, k, a, g int, o Resolution) (State, Result, bool)
-	EndLease        func(m *Model, s *State, r int, refresh bool) (State, Result, bool)
-	Invalidate      func(m *Model, s *State, r int) (State, Result, bool)
-	Expire          func(m *Model, s *State, k int) (State, Result, bool)
-	DispatchTimeout func(m *Model, s *State, k int) (State, Result, bool)
-	Close           func(m *Model, s *State, r int) (State, Result, bool)
-	Room            func(m *Model, s *State, k int) bool
-	// weakWaiterFairness replaces the waiters' strong fairness with weak.
-	weakWaiterFairness bool
+	Acquire            func(m *Model, s *State, r, k int) (State, Result, bool)
+	BeginDispatch      func(m *Model, s *State, r, t int) (State, Result, bool)
+	Complete           func(m *Model, s *State, r int, o Outcome) (State, Result, bool)
+	Resolve            func(m *Model, s *State, k, a, g int, o Resolution) (State, Result, bool)
+	EndLease           func(m *Model, s *State, r int, refresh bool) (State, Result, bool)
+	Invalidate         func(m *Model, s *State, r int) (State, Result, bool)
+	Expire             func(m *Model, s *State, k int) (State, Result, bool)
+	DropStale          func(m *Model, s *State, k int) (State, Result, bool)
+	QuarantineExpire   func(m *Model, s *State, k int) (State, Result, bool)
+	ReservationTimeout func(m *Model, s *State, k int) (State, Result, bool)
+	DispatchTimeout    func(m *Model, s *State, k int) (State, Result, bool)
+	Close              func(m *Model, s *State, r int) (State, Result, bool)
+	Room               func(m *Model, s *State, k int) bool
 	// noSystemFairness drops SystemFairness (BugNoSystemFairness).
 	noSystemFairness bool
 }
@@ -80,16 +81,19 @@ func New(cfg Config) (*Model, error) {
 		return nil, err
 	}
 	return &Model{Cfg: cfg, ops: ops{
-		Acquire:         acquire,
-		BeginDispatch:   beginDispatch,
-		Complete:        complete,
-		Resolve:         resolve,
-		EndLease:        endLease,
-		Invalidate:      invalidate,
-		Expire:          expire,
-		DispatchTimeout: dispatchTimeout,
-		Close:           closeLease,
-		Room:            room,
+		Acquire:            acquire,
+		BeginDispatch:      beginDispatch,
+		Complete:           complete,
+		Resolve:            resolve,
+		EndLease:           endLease,
+		Invalidate:         invalidate,
+		Expire:             expire,
+		DropStale:          dropStale,
+		QuarantineExpire:   quarantineExpire,
+		ReservationTimeout: reservationTimeout,
+		DispatchTimeout:    dispatchTimeout,
+		Close:              closeLease,
+		Room:               room,
 	}}, nil
 }
 
@@ -108,10 +112,41 @@ func (m *Model) LiveBound(s *State, e *Entry) bool {
 	return e.St == Bound && !m.Expired(s, e) && !m.Stale(s, e)
 }
 
+// QuarantineDue reports a quarantine past its deadline (QuarantineTTL).
+func (m *Model) QuarantineDue(s *State, e *Entry) bool {
+	return e.St == Quarantined && e.Deadline <= s.Now
+}
+
+// StaleQuarantine reports a quarantine whose target's generation moved on.
+func (m *Model) StaleQuarantine(s *State, e *Entry) bool {
+	return e.St == Quarantined && s.Gen[e.Target] != e.TGen
+}
+
+// LiveQuarantine reports a quarantine that is neither due nor stale.
+func (m *Model) LiveQuarantine(s *State, e *Entry) bool {
+	return e.St == Quarantined && !m.QuarantineDue(s, e) && !m.StaleQuarantine(s, e)
+}
+
+// Initializing reports a Reserved or Dispatching entry.
+func Initializing(e *Entry) bool { return e.St == Reserved || e.St == Dispatching }
+
+// Began is the spec's Began: when a dispatch's attempt becomes ambiguous
+// (an Ambiguous report or its timeout): now, or its deadline if that has
+// passed. A quarantine holds for QuarantineTTL from then.
+func Began(s *State, e *Entry) int64 {
+	if e.St == Dispatching && e.Deadline <= s.Now {
+		return e.Deadline
+	}
+	return s.Now
+}
+
 // Occupies reports an entry that counts against the table's capacity.
 func (m *Model) Occupies(s *State, e *Entry) bool {
-	return e.St == Reserved || e.St == Dispatching || e.St == Quarantined || m.LiveBound(s, e)
+	return Initializing(e) || m.LiveQuarantine(s, e) || m.LiveBound(s, e)
 }
+
+// Free reports a key nothing live holds: the next Acquire may reserve it.
+func (m *Model) Free(s *State, e *Entry) bool { return !m.Occupies(s, e) }
 
 // Room reports whether key k may take a slot: fewer than Capacity other
 // keys occupy one.
@@ -143,9 +178,9 @@ func dispatchingEntry(r, a, t, g int, d, rd int64) Entry {
 	return e
 }
 
-func quarantinedEntry(a, t, g int) Entry {
+func quarantinedEntry(a, t, g int, d int64) Entry {
 	e := AbsentEntry
-	e.St, e.Attempt, e.Target, e.TGen = Quarantined, a, t, g
+	e.St, e.Attempt, e.Target, e.TGen, e.Deadline = Quarantined, a, t, g, d
 	return e
 }
 
@@ -157,31 +192,72 @@ func boundEntry(a, t, g, n int, d int64) Entry {
 
 func reqAt(pc Pc, k, a int) Req { return Req{Pc: pc, Key: k, Attempt: a} }
 
+// Leaves is the spec's Leaves(r, k): r leaves k's wait queue, if it is in it.
+func Leaves(n *State, r, k int) {
+	q := n.Waitq[k][:0:0]
+	for _, x := range n.Waitq[k] {
+		if x != r {
+			q = append(q, x)
+		}
+	}
+	n.Waitq[k] = q
+}
+
+// Joins is the spec's Joins(r, k): r queues last on k.
+func Joins(n *State, r, k int) {
+	n.Waitq[k] = append(append([]int(nil), n.Waitq[k]...), r)
+}
+
 // Acquire(r, k): an idle request asks for key k, or a waiter on k asks again
-// after k changed.
+// after k changed (a freed key: only the longest waiter).
 func (m *Model) Acquire(s *State, r, k int) (State, Result, bool) { return m.ops.Acquire(m, s, r, k) }
 
 func acquire(m *Model, s *State, r, k int) (State, Result, bool) {
-	e := s.Table[k]
-	q := s.Req[r]
-	if !(q.Pc == PcIdle || q.Pc == PcWaiting && q.Key == k && e.St != Reserved && e.St != Dispatching) {
+	if !m.acquireEnabled(s, r, k, true) {
 		return State{}, noResult, false
 	}
+	e := &s.Table[k]
+	return acquireCases(m, s, r, k, m.LiveBound(s, e), m.LiveQuarantine(s, e), m.queues(s, r, k))
+}
+
+// acquireEnabled is Acquire's enabling condition: r is idle, or waits on k
+// and k is not initializing (if k is free, and headOnly, r must be the
+// longest waiter).
+func (m *Model) acquireEnabled(s *State, r, k int, headOnly bool) bool {
+	e := &s.Table[k]
+	q := s.Req[r]
+	return q.Pc == PcIdle || q.Pc == PcWaiting && q.Key == k && !Initializing(e) &&
+		(!headOnly || !m.Free(s, e) || s.Waitq[k][0] == r)
+}
+
+// queues reports whether an idle r must queue on a free k behind waiters.
+func (m *Model) queues(s *State, r, k int) bool {
+	return m.Free(s, &s.Table[k]) && s.Req[r].Pc == PcIdle && len(s.Waitq[k]) > 0
+}
+
+// acquireCases is Acquire's CASE, once enabled: hit is the live-binding
+// guard, amb the Ambiguous one, queue whether r queues behind waiters.
+func acquireCases(m *Model, s *State, r, k int, hit, amb, queue bool) (State, Result, bool) {
+	e := s.Table[k]
 	n := s.Clone()
 	switch {
-	case m.LiveBound(s, &e): // hit: take a lease
+	case hit: // hit: take a lease
 		n.Table[k].Leases++
 		n.Req[r] = reqAt(PcHolding, k, e.Attempt)
+		Leaves(&n, r, k)
 		return n, Result{Kind: ResHit, Target: e.Target, Gen: e.TGen, Attempt: e.Attempt}, true
-	case e.St == Reserved || e.St == Dispatching: // someone initializes: wait
+	case Initializing(&e) || queue: // someone initializes, or waiters are ahead: wait
 		n.Req[r] = reqAt(PcWaiting, k, 0)
+		Joins(&n, r, k)
 		return n, Result{Kind: ResWait, Target: None}, true
-	case e.St == Quarantined: // Ambiguous error
+	case amb: // Ambiguous error
 		n.Req[r] = IdleReq
+		Leaves(&n, r, k)
 		return n, Result{Kind: ResAmbiguous, Target: e.Target, Gen: e.TGen, Attempt: e.Attempt}, true
-	default: // absent, expired or stale
+	default: // absent, expired, stale or over
+		Leaves(&n, r, k)
 		if m.Room(s, k) {
-			n.Table[k] = reservedEntry(r, s.Now+m.Cfg.InitTimeout)
+			n.Table[k] = reservedEntry(r, s.Now+m.Cfg.ReserveTimeout)
 			n.Req[r] = reqAt(PcReserved, k, 0)
 			return n, Result{Kind: ResReserved, Target: None}, true
 		}
@@ -243,21 +319,22 @@ func dispatchUnder(m *Model, s *State, r, t, g int) (State, Result, bool) {
 	}
 	n := s.Clone()
 	a := s.NextAttempt
-	n.Table[q.Key] = dispatchingEntry(r, a, t, g, s.Now+m.Cfg.InitTimeout, s.Table[q.Key].RDeadline)
+	n.Table[q.Key] = dispatchingEntry(r, a, t, g, s.Now+m.Cfg.DispatchTimeLimit, s.Table[q.Key].RDeadline)
 	n.Req[r] = reqAt(PcDispatching, q.Key, a)
 	n.NextAttempt = a + 1
 	return n, Result{Kind: ResDispatched, Target: t, Gen: g, Attempt: a}, true
 }
 
 // CurrentAttempt reports whether the attempt request r's dispatch guard
-// names is still its key's Dispatching or Quarantined attempt.
+// names is still its key's Dispatching attempt, or its Quarantined one and
+// the quarantine is not over.
 func (m *Model) CurrentAttempt(s *State, r int) bool {
 	q := s.Req[r]
 	if q.Key == None {
 		return false
 	}
 	e := &s.Table[q.Key]
-	return (e.St == Dispatching || e.St == Quarantined) && e.Attempt == q.Attempt
+	return (e.St == Dispatching || m.LiveQuarantine(s, e)) && e.Attempt == q.Attempt
 }
 
 // Complete(r, o): the dispatcher learns outcome o. A stale attempt is fenced;
@@ -296,15 +373,19 @@ func settle(m *Model, s *State, n State, r int, o Outcome) (State, Result, bool)
 		n.Table[k] = AbsentEntry
 		n.Req[r] = IdleReq
 		return n, Result{Kind: ResSettledAbsent, Target: None, Attempt: e.Attempt}, true
+	case e.St == Quarantined: // a late Ambiguous changes nothing
+		n.Req[r] = IdleReq
+		return n, Result{Kind: ResQuarantined, Target: e.Target, Gen: e.TGen, Attempt: e.Attempt}, true
 	default: // Ambiguous: quarantine
-		n.Table[k] = quarantinedEntry(e.Attempt, e.Target, e.TGen)
+		n.Table[k] = quarantinedEntry(e.Attempt, e.Target, e.TGen, Began(s, &e)+m.Cfg.QuarantineTTL)
 		n.Req[r] = IdleReq
 		return n, Result{Kind: ResQuarantined, Target: e.Target, Gen: e.TGen, Attempt: e.Attempt}, true
 	}
 }
 
 // Resolve(k, a, g, o): settle a quarantined key, fenced by attempt id and
-// generation; a mismatch is rejected and changes nothing.
+// generation; a mismatch, or a quarantine that is over, is rejected and
+// changes nothing.
 func (m *Model) Resolve(s *State, k, a, g int, o Resolution) (State, Result, bool) {
 	return m.ops.Resolve(m, s, k, a, g, o)
 }
@@ -314,7 +395,7 @@ func resolve(m *Model, s *State, k, a, g int, o Resolution) (State, Result, bool
 	if e.St != Quarantined {
 		return State{}, noResult, false
 	}
-	if a != e.Attempt || g != e.TGen {
+	if !m.LiveQuarantine(s, &e) || a != e.Attempt || g != e.TGen {
 		return s.Clone(), Result{Kind: ResFenced, Target: e.Target, Gen: e.TGen, Attempt: e.Attempt}, true
 	}
 	return applyResolution(m, s, k, o)
@@ -441,14 +522,31 @@ func expire(m *Model, s *State, k int) (State, Result, bool) {
 }
 
 // DropStale(k): a binding whose target's generation moved on is removed,
-// leases or not (the reaper's eager half of the generation fence).
-func (m *Model) DropStale(s *State, k int) (State, Result, bool) {
-	return m.removeIf(s, k, m.Stale(s, &s.Table[k]))
+// leases or not (the reaper's eager half of the generation fence), and so
+// is a quarantine whose target's generation moved on.
+func (m *Model) DropStale(s *State, k int) (State, Result, bool) { return m.ops.DropStale(m, s, k) }
+
+func dropStale(m *Model, s *State, k int) (State, Result, bool) {
+	return m.removeIf(s, k, m.Stale(s, &s.Table[k]) || m.StaleQuarantine(s, &s.Table[k]))
+}
+
+// QuarantineExpire(k): a quarantine past its QuarantineTTL ends: the key is
+// absent; a late guard is fenced from then on.
+func (m *Model) QuarantineExpire(s *State, k int) (State, Result, bool) {
+	return m.ops.QuarantineExpire(m, s, k)
+}
+
+func quarantineExpire(m *Model, s *State, k int) (State, Result, bool) {
+	return m.removeIf(s, k, m.QuarantineDue(s, &s.Table[k]))
 }
 
 // ReservationTimeout(k): reserved too long -> absent; the holder's
 // reservation is revoked.
 func (m *Model) ReservationTimeout(s *State, k int) (State, Result, bool) {
+	return m.ops.ReservationTimeout(m, s, k)
+}
+
+func reservationTimeout(m *Model, s *State, k int) (State, Result, bool) {
 	e := s.Table[k]
 	if e.St != Reserved || e.Deadline > s.Now {
 		return State{}, noResult, false
@@ -460,7 +558,8 @@ func (m *Model) ReservationTimeout(s *State, k int) (State, Result, bool) {
 }
 
 // DispatchTimeout(k): dispatching too long -> quarantined; the guard is now
-// late and may still deliver the real result.
+// late and may still deliver the real result. QuarantineTTL counts from the
+// dispatch's deadline, however late the timeout is applied.
 func (m *Model) DispatchTimeout(s *State, k int) (State, Result, bool) {
 	return m.ops.DispatchTimeout(m, s, k)
 }
@@ -471,7 +570,7 @@ func dispatchTimeout(m *Model, s *State, k int) (State, Result, bool) {
 		return State{}, noResult, false
 	}
 	n := s.Clone()
-	n.Table[k] = quarantinedEntry(e.Attempt, e.Target, e.TGen)
+	n.Table[k] = quarantinedEntry(e.Attempt, e.Target, e.TGen, Began(s, &e)+m.Cfg.QuarantineTTL)
 	n.Req[e.Holder].Pc = PcLate
 	return n, Result{Kind: ResQuarantined, Target: e.Target, Gen: e.TGen, Attempt: e.Attempt}, true
 }
@@ -497,9 +596,13 @@ func (m *Model) Advance(s *State, t int64) (State, Result, bool) {
 	return n, Result{Kind: ResAdvanced, Target: None}, true
 }
 
-// AdvanceAllowed is Advance's guard: t > now and t + max(TTL, InitTimeout)
-// fits below MaxClock (checked without overflowing).
+// MaxDelay is the spec's MaxDelay: the longest delay a deadline is set at.
+func (m *Model) MaxDelay() int64 {
+	return max(m.Cfg.TTL, m.Cfg.QuarantineTTL, m.Cfg.ReserveTimeout, m.Cfg.DispatchTimeLimit)
+}
+
+// AdvanceAllowed is Advance's guard: t > now and t + MaxDelay fits below
+// MaxClock (checked without overflowing).
 func (m *Model) AdvanceAllowed(s *State, t int64) bool {
-	d := max(m.Cfg.TTL, m.Cfg.InitTimeout)
-	return t > s.Now && t <= m.Cfg.MaxClock-d
+	return t > s.Now && t <= m.Cfg.MaxClock-m.MaxDelay()
 }

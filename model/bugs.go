@@ -32,9 +32,24 @@ var variants = map[string]variant{
 	"BugRoomOffByOne": {"Room",
 		"a full table still admits one more entry",
 		func(o *ops) { o.Room = bugRoomOffByOne }},
-	"BugWeakWaiterFairness": {"ClientFairness",
-		"waiters are retried under weak fairness only and can starve",
-		func(o *ops) { o.weakWaiterFairness = true }},
+	"BugAcquireNoHandOff": {"Acquire",
+		"no hand-off: a freed key goes to whoever asks first, so a waiter can starve under weak fairness",
+		func(o *ops) { o.Acquire = bugAcquireNoHandOff }},
+	"BugAcquireAnyWaiter": {"Acquire",
+		"any waiter may take a freed key, not only the longest one",
+		func(o *ops) { o.Acquire = bugAcquireAnyWaiter }},
+	"BugQuarantineExpireEarly": {"QuarantineExpire",
+		"a quarantine expires one tick before its QuarantineTTL",
+		func(o *ops) { o.QuarantineExpire = bugQuarantineExpireEarly }},
+	"BugQuarantineNeverExpires": {"QuarantineExpire",
+		"a quarantine never expires",
+		func(o *ops) { o.QuarantineExpire = bugQuarantineNeverExpires }},
+	"BugDropStaleQuarantineAnyGen": {"DropStale",
+		"a quarantine is dropped when its target was ever bumped, not when the attempt's generation moved on",
+		func(o *ops) { o.DropStale = bugDropStaleQuarantineAnyGen }},
+	"BugReservationTimeoutUsesDispatchTimeout": {"ReservationTimeout",
+		"a reservation times out after the dispatch timeout (one timeout for both phases)",
+		func(o *ops) { o.ReservationTimeout = bugReservationTimeoutUsesDispatchTimeout }},
 	"BugNoSystemFairness": {"SystemFairness",
 		"no fairness for the reaper, the timeouts or the clock: an expired binding may stay forever",
 		func(o *ops) { o.noSystemFairness = true }},
@@ -102,18 +117,52 @@ func (m *Model) Override(def, name string) error {
 }
 
 func bugAcquireReplaysQuarantine(m *Model, s *State, r, k int) (State, Result, bool) {
-	e := s.Table[k]
-	if e.St == Quarantined && s.Req[r].Pc == PcIdle {
-		n := s.Clone()
-		if m.Room(s, k) { // BUG: Quarantined is treated as absent
-			n.Table[k] = reservedEntry(r, s.Now+m.Cfg.InitTimeout)
-			n.Req[r] = reqAt(PcReserved, k, 0)
-			return n, Result{Kind: ResReserved, Target: None}, true
-		}
-		n.Req[r] = IdleReq
-		return n, Result{Kind: ResCapacity, Target: None}, true
+	if !m.acquireEnabled(s, r, k, true) {
+		return State{}, noResult, false
 	}
-	return acquire(m, s, r, k)
+	e := &s.Table[k]
+	return acquireCases(m, s, r, k, m.LiveBound(s, e), false, m.queues(s, r, k)) // BUG: a live quarantine reserves
+}
+
+func bugAcquireNoHandOff(m *Model, s *State, r, k int) (State, Result, bool) {
+	if !m.acquireEnabled(s, r, k, false) { // BUG: any waiter
+		return State{}, noResult, false
+	}
+	e := &s.Table[k]
+	return acquireCases(m, s, r, k, m.LiveBound(s, e), m.LiveQuarantine(s, e), false) // BUG: newcomers do not queue
+}
+
+func bugAcquireAnyWaiter(m *Model, s *State, r, k int) (State, Result, bool) {
+	if !m.acquireEnabled(s, r, k, false) { // BUG: not only the head
+		return State{}, noResult, false
+	}
+	e := &s.Table[k]
+	return acquireCases(m, s, r, k, m.LiveBound(s, e), m.LiveQuarantine(s, e), m.queues(s, r, k))
+}
+
+func bugQuarantineExpireEarly(m *Model, s *State, k int) (State, Result, bool) {
+	e := &s.Table[k]
+	return m.removeIf(s, k, e.St == Quarantined && e.Deadline <= s.Now+1) // BUG: + 1
+}
+
+func bugQuarantineNeverExpires(*Model, *State, int) (State, Result, bool) {
+	return State{}, noResult, false // BUG
+}
+
+func bugDropStaleQuarantineAnyGen(m *Model, s *State, k int) (State, Result, bool) {
+	e := &s.Table[k]
+	return m.removeIf(s, k, m.Stale(s, e) || e.St == Quarantined && s.Gen[e.Target] != 1) // BUG
+}
+
+func bugReservationTimeoutUsesDispatchTimeout(m *Model, s *State, k int) (State, Result, bool) {
+	e := s.Table[k]
+	if e.St != Reserved || e.RDeadline-m.Cfg.ReserveTimeout+m.Cfg.DispatchTimeLimit > s.Now { // BUG
+		return State{}, noResult, false
+	}
+	n := s.Clone()
+	n.Table[k] = AbsentEntry
+	n.Req[e.Holder].Pc = PcRevoked
+	return n, Result{Kind: ResRemoved, Target: None}, true
 }
 
 func bugCompleteAcceptsStale(m *Model, s *State, r int, o Outcome) (State, Result, bool) {
@@ -152,7 +201,7 @@ func bugResolveIgnoresGeneration(m *Model, s *State, k, a, g int, o Resolution) 
 	if e.St != Quarantined {
 		return State{}, noResult, false
 	}
-	if a != e.Attempt { // BUG: g is not compared
+	if !m.LiveQuarantine(s, &e) || a != e.Attempt { // BUG: g is not compared
 		return s.Clone(), Result{Kind: ResFenced, Target: e.Target, Gen: e.TGen, Attempt: e.Attempt}, true
 	}
 	return applyResolution(m, s, k, o)
@@ -163,14 +212,12 @@ func bugRoomOffByOne(m *Model, s *State, k int) bool {
 }
 
 func bugAcquireHitsStale(m *Model, s *State, r, k int) (State, Result, bool) {
-	e, q := s.Table[k], s.Req[r]
-	if e.St == Bound && !m.Expired(s, &e) && m.Stale(s, &e) && (q.Pc == PcIdle || q.Pc == PcWaiting && q.Key == k) {
-		n := s.Clone() // BUG: a stale binding counted as live
-		n.Table[k].Leases++
-		n.Req[r] = reqAt(PcHolding, k, e.Attempt)
-		return n, Result{Kind: ResHit, Target: e.Target, Gen: e.TGen, Attempt: e.Attempt}, true
+	if !m.acquireEnabled(s, r, k, true) {
+		return State{}, noResult, false
 	}
-	return acquire(m, s, r, k)
+	e := &s.Table[k]
+	hit := e.St == Bound && !m.Expired(s, e) // BUG: a stale binding counted as live
+	return acquireCases(m, s, r, k, hit, m.LiveQuarantine(s, e), m.queues(s, r, k))
 }
 
 func bugBeginDispatchStaleGeneration(m *Model, s *State, r, t int) (State, Result, bool) {
@@ -267,7 +314,7 @@ func bugCompleteRearmsReservation(m *Model, s *State, r int, o Outcome) (State, 
 	n, res, ok := complete(m, s, r, o)
 	if ok && res.Kind == ResRolledBack {
 		k := s.Req[r].Key
-		n.Table[k] = reservedEntry(r, s.Now+m.Cfg.InitTimeout) // BUG: re-armed
+		n.Table[k] = reservedEntry(r, s.Now+m.Cfg.ReserveTimeout) // BUG: re-armed
 	}
 	return n, res, ok
 }

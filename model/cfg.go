@@ -142,7 +142,9 @@ func (c *TLCConfig) ModelConfig() (Config, error) {
 	}
 	cfg.Keys, cfg.Targets, cfg.Requests = set("Keys"), set("Targets"), set("Requests")
 	cfg.MaxGen, cfg.Capacity = int(num("MaxGen")), int(num("Capacity"))
-	cfg.TTL, cfg.InitTimeout, cfg.MaxClock = num("TTL"), num("InitTimeout"), num("MaxClock")
+	cfg.TTL, cfg.MaxClock = num("TTL"), num("MaxClock")
+	cfg.ReserveTimeout, cfg.DispatchTimeLimit = num("ReserveTimeout"), num("DispatchTimeLimit")
+	cfg.QuarantineTTL = num("QuarantineTTL")
 	cfg.MaxAttempt = int(num("MaxAttempt"))
 	for _, mv := range []string{"NoKey", "NoTarget", "NoReq"} {
 		if v := c.Constants[mv]; v != mv && err == nil {

@@ -5,7 +5,7 @@ package model
 type LivenessProperty struct {
 	Name  string
 	At    Pc
-	OnKey func(s *State, k int) bool
+	OnKey func(m *Model, s *State, k int) bool
 }
 
 // LivenessProperties are the spec's liveness properties, by name.
@@ -13,14 +13,21 @@ var LivenessProperties = map[string]LivenessProperty{
 	"ReservationsEnd": {Name: "ReservationsEnd", At: PcReserved},
 	"DispatchesEnd":   {Name: "DispatchesEnd", At: PcDispatching},
 	"WaitersReturn":   {Name: "WaitersReturn", At: PcWaiting},
-	"ExpiredBindingsReclaimed": {Name: "ExpiredBindingsReclaimed", OnKey: func(s *State, k int) bool {
+	"ExpiredBindingsReclaimed": {Name: "ExpiredBindingsReclaimed", OnKey: func(_ *Model, s *State, k int) bool {
 		e := &s.Table[k]
 		return e.St == Bound && e.Leases == 0 && e.Deadline <= s.Now
 	}},
-	"TimeoutsFire": {Name: "TimeoutsFire", OnKey: func(s *State, k int) bool {
+	"TimeoutsFire": {Name: "TimeoutsFire", OnKey: func(_ *Model, s *State, k int) bool {
 		e := &s.Table[k]
 		return (e.St == Reserved || e.St == Dispatching) && e.Deadline <= s.Now
 	}},
+	"QuarantinesEnd": {Name: "QuarantinesEnd", OnKey: quarantineReachesItsEnd},
+}
+
+// The premise of QuarantinesEnd: a quarantine whose QuarantineTTL ends by
+// the last instant the clock can reach (MaxClock - MaxDelay).
+func quarantineReachesItsEnd(m *Model, s *State, k int) bool {
+	return s.Table[k].St == Quarantined && s.Since[k]+m.Cfg.QuarantineTTL <= m.Cfg.MaxClock-m.MaxDelay()
 }
 
 // LivenessOutcome records how a liveness property was checked.
@@ -30,16 +37,15 @@ type LivenessOutcome struct {
 	Holds      bool
 }
 
-// fairness is one conjunct of the spec's Fairness for request r.
+// fairness is one weak-fairness conjunct of the spec's Fairness.
 type fairness struct {
-	strong  bool
 	enabled func(s *State) bool // ENABLED <A>_vars
 	taken   func(from *State, e edge) bool
 }
 
-// fairnessFor returns the spec's Fairness conjuncts for request r:
+// fairnessFor returns the spec's ClientFairness conjuncts for request r:
 // WF(Cancel(r) \/ BeginDispatch(r, _)), WF(Dispatching /\ Complete(r, _)),
-// SF(Waiting /\ Acquire(r, key)) (WF under BugWeakWaiterFairness).
+// WF(Waiting /\ Acquire(r, key)).
 func (m *Model) fairnessFor(r int) []fairness {
 	return []fairness{
 		{
@@ -55,7 +61,6 @@ func (m *Model) fairnessFor(r int) []fairness {
 			},
 		},
 		{
-			strong: !m.ops.weakWaiterFairness,
 			enabled: func(s *State) bool {
 				if s.Req[r].Pc != PcWaiting {
 					return false
@@ -72,13 +77,14 @@ func (m *Model) fairnessFor(r int) []fairness {
 
 // systemFairness returns the spec's SystemFairness conjuncts: for every key
 // WF(Expire(k)), WF(DropStale(k)), WF(ReservationTimeout(k)),
-// WF(DispatchTimeout(k)), and WF(\E t : Advance(t)).
+// WF(DispatchTimeout(k)), WF(QuarantineExpire(k)), and WF(\E t : Advance(t)).
 func (m *Model) systemFairness() []fairness {
 	var out []fairness
 	for k := range m.Cfg.Keys {
 		for act, f := range map[Action]func(*State, int) (State, Result, bool){
 			ActExpire: m.Expire, ActDropStale: m.DropStale,
 			ActReservationTimeout: m.ReservationTimeout, ActDispatchTimeout: m.DispatchTimeout,
+			ActQuarantineExpire: m.QuarantineExpire,
 		} {
 			out = append(out, fairness{
 				enabled: func(s *State) bool { _, _, ok := f(s, k); return ok },
@@ -92,13 +98,11 @@ func (m *Model) systemFairness() []fairness {
 	})
 }
 
-// checkLiveness looks, for every request r, for a fair behaviour that
-// reaches a state with r at p.At and stays there forever: a strongly
-// connected set of such states (a single state may stutter) in which every
-// weakly fair action is disabled somewhere or taken, and every strongly fair
-// action is disabled everywhere or taken (states where an untaken strongly
-// fair action is enabled are removed and the rest examined again, as in
-// Emerson-Lei).
+// checkLiveness looks, for every request r (or key), for a fair behaviour
+// that reaches a state where the property's premise holds and stays there
+// forever: a strongly connected set of such states (a single state may
+// stutter) in which every weakly fair action is disabled somewhere or taken.
+// The spec's Fairness is weak fairness only.
 func (m *Model) checkLiveness(g *graph, p LivenessProperty, trace func(int32) []Step) (LivenessOutcome, *Violation) {
 	out := LivenessOutcome{Property: p.Name, Holds: true}
 	states := make([]State, len(g.keys))
@@ -120,77 +124,49 @@ func (m *Model) checkLiveness(g *graph, p LivenessProperty, trace func(int32) []
 		in := make([]bool, len(states))
 		for i := range states {
 			if p.OnKey != nil {
-				in[i] = p.OnKey(&states[i], r)
+				in[i] = p.OnKey(m, &states[i], r)
 			} else {
 				in[i] = states[i].Req[r].Pc == p.At
 			}
 		}
-		var found []int32
-		var visit func(in []bool) bool
-		visit = func(in []bool) bool {
-			for _, comp := range sccs(g, in) {
-				out.Components++
-				inComp := map[int32]bool{}
-				for _, v := range comp {
-					inComp[v] = true
-				}
-				fairComp, drop := true, []int32(nil)
-				for _, f := range fair {
-					enabledAll, enabledSome, taken := true, false, false
-					for _, v := range comp {
-						en := f.enabled(&states[v])
-						enabledAll = enabledAll && en
-						enabledSome = enabledSome || en
-						for _, e := range g.edges[v] {
-							if inComp[e.to] && f.taken(&states[v], e) {
-								taken = true
-							}
-						}
-					}
-					if taken {
-						continue
-					}
-					if !f.strong && enabledAll {
-						fairComp = false
-					}
-					if f.strong && enabledSome {
-						fairComp = false
-						for _, v := range comp {
-							if f.enabled(&states[v]) {
-								drop = append(drop, v)
-							}
-						}
-					}
-				}
-				if fairComp {
-					found = comp
-					return true
-				}
-				if len(drop) > 0 && len(drop) < len(comp) {
-					sub := make([]bool, len(in))
-					for _, v := range comp {
-						sub[v] = true
-					}
-					for _, v := range drop {
-						sub[v] = false
-					}
-					if visit(sub) {
-						return true
-					}
-				}
+		for _, comp := range sccs(g, in) {
+			out.Components++
+			if !m.fairComponent(g, states, comp, fair) {
+				continue
 			}
-			return false
-		}
-		if visit(in) {
 			out.Holds = false
-			v := &Violation{Property: p.Name, Kind: "liveness", Trace: trace(found[0])}
-			for _, id := range found[:min(len(found), 8)] {
+			v := &Violation{Property: p.Name, Kind: "liveness", Trace: trace(comp[0])}
+			for _, id := range comp[:min(len(comp), 8)] {
 				v.Cycle = append(v.Cycle, Step{State: states[id]})
 			}
 			return out, v
 		}
 	}
 	return out, nil
+}
+
+// fairComponent reports whether a behaviour may stay in comp forever under
+// fair: every weakly fair action is taken inside it or disabled somewhere in it.
+func (m *Model) fairComponent(g *graph, states []State, comp []int32, fair []fairness) bool {
+	inComp := map[int32]bool{}
+	for _, v := range comp {
+		inComp[v] = true
+	}
+	for _, f := range fair {
+		enabledAll, taken := true, false
+		for _, v := range comp {
+			enabledAll = enabledAll && f.enabled(&states[v])
+			for _, e := range g.edges[v] {
+				if inComp[e.to] && f.taken(&states[v], e) {
+					taken = true
+				}
+			}
+		}
+		if !taken && enabledAll {
+			return false
+		}
+	}
+	return true
 }
 
 // sccs returns the strongly connected components of the subgraph induced by

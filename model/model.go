@@ -1,10 +1,10 @@
 // Package model is the executable Go model of the placement protocol.
 //
 // It mirrors spec/tla/Placement.tla action for action: the state variables
-// (now, gen, nextAttempt, table, req), the actions (Acquire, Cancel,
+// (now, gen, nextAttempt, table, req, waitq), the actions (Acquire, Cancel,
 // BeginDispatch, Complete, Resolve, Release, Abandon, Invalidate, Close,
-// InvalidateKey, Expire, DropStale, ReservationTimeout, DispatchTimeout,
-// Bump, Advance), the invariants and the action properties carry the same
+// InvalidateKey, Expire, DropStale, QuarantineExpire, ReservationTimeout,
+// DispatchTimeout, Bump, Advance), the invariants and the action properties carry the same
 // names. The model is pure: no goroutines, no wall clock, no shared state.
 // Every action takes a State and returns the next State, a Result that says
 // what the caller observes, and whether the action was enabled.
@@ -116,7 +116,7 @@ type Entry struct {
 	Attempt  int   // attempt id; for Bound, the binding version
 	Target   int   // provisional or bound target, or None
 	TGen     int   // that target's generation, or 0
-	Deadline int64 // initialization deadline or idle deadline, or 0
+	Deadline int64 // initialization, quarantine or idle deadline, or 0
 	// RDeadline is the reservation's own deadline (Reserved, Dispatching),
 	// set when the key is reserved and kept across dispatches, or 0.
 	RDeadline int64
@@ -144,8 +144,11 @@ type State struct {
 	NextAttempt int
 	Table       []Entry // key -> entry
 	Req         []Req   // request -> what it holds
-	// Since is the spec's ghost `since`: when each key's current
-	// initialization began, or 0 (see Track).
+	// Waitq is the spec's waitq: key -> its waiting requests, longest
+	// waiter first.
+	Waitq [][]int
+	// Since is the spec's ghost `since`: when each key's current phase
+	// (initialization or quarantine) began, or 0 (see Track).
 	Since []int64
 }
 
@@ -156,6 +159,12 @@ func (s *State) Clone() State {
 	c.Table = append([]Entry(nil), s.Table...)
 	c.Req = append([]Req(nil), s.Req...)
 	c.Since = append([]int64(nil), s.Since...)
+	c.Waitq = make([][]int, len(s.Waitq))
+	for k, q := range s.Waitq {
+		if len(q) > 0 {
+			c.Waitq[k] = append([]int(nil), q...)
+		}
+	}
 	return c
 }
 
@@ -180,8 +189,18 @@ func (s *State) Equal(t *State) bool {
 			return false
 		}
 	}
-	if len(s.Since) != len(t.Since) {
+	if len(s.Since) != len(t.Since) || len(s.Waitq) != len(t.Waitq) {
 		return false
+	}
+	for k := range s.Waitq {
+		if len(s.Waitq[k]) != len(t.Waitq[k]) {
+			return false
+		}
+		for i := range s.Waitq[k] {
+			if s.Waitq[k][i] != t.Waitq[k][i] {
+				return false
+			}
+		}
 	}
 	for i := range s.Since {
 		if s.Since[i] != t.Since[i] {
@@ -205,15 +224,22 @@ func tablesEqual(a, b []Entry) bool {
 
 // Config holds the spec's constants.
 type Config struct {
-	Keys        []string // names of the keys (model values in the TLC config)
-	Targets     []string // names of the targets
-	Requests    []string // names of the requests
-	MaxGen      int      // generations range over 1..MaxGen; 0 means unbounded
-	Capacity    int      // live entries allowed in the table
-	TTL         int64    // idle time-to-live of a binding
-	InitTimeout int64    // how long a reservation or a dispatch may take
-	MaxClock    int64    // the largest representable instant
-	MaxAttempt  int      // bound on attempt ids; 0 means unbounded
+	Keys     []string // names of the keys (model values in the TLC config)
+	Targets  []string // names of the targets
+	Requests []string // names of the requests
+	MaxGen   int      // generations range over 1..MaxGen; 0 means unbounded
+	Capacity int      // live entries allowed in the table
+	TTL      int64    // idle time-to-live of a binding
+	// ReserveTimeout is how long a reservation may take to dispatch,
+	// across DefinitelyNotAccepted retries.
+	ReserveTimeout int64
+	// DispatchTimeLimit is how long one dispatch may take to learn its
+	// outcome (the spec's constant; DispatchTimeout is the action).
+	DispatchTimeLimit int64
+	// QuarantineTTL is how long an unsettled attempt blocks its key.
+	QuarantineTTL int64
+	MaxClock      int64 // the largest representable instant
+	MaxAttempt    int   // bound on attempt ids; 0 means unbounded
 }
 
 // Validate reports a configuration the model cannot run.
@@ -223,8 +249,9 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("model: config needs at least one key, target and request")
 	case c.Capacity < 0:
 		return fmt.Errorf("model: Capacity %d is negative", c.Capacity)
-	case c.TTL < 1 || c.InitTimeout < 1:
-		return fmt.Errorf("model: TTL %d and InitTimeout %d must be at least 1", c.TTL, c.InitTimeout)
+	case c.TTL < 1 || c.ReserveTimeout < 1 || c.DispatchTimeLimit < 1 || c.QuarantineTTL < 1:
+		return fmt.Errorf("model: TTL %d, ReserveTimeout %d, DispatchTimeLimit %d and QuarantineTTL %d must be at least 1",
+			c.TTL, c.ReserveTimeout, c.DispatchTimeLimit, c.QuarantineTTL)
 	case c.MaxGen < 0 || c.MaxAttempt < 0 || c.MaxClock < 0:
 		return fmt.Errorf("model: MaxGen, MaxAttempt and MaxClock must not be negative")
 	}
@@ -247,5 +274,6 @@ func (m *Model) Init() State {
 		s.Req[i] = IdleReq
 	}
 	s.Since = make([]int64, len(m.Cfg.Keys))
+	s.Waitq = make([][]int, len(m.Cfg.Keys))
 	return s
 }

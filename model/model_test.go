@@ -8,7 +8,7 @@ func testModel(t *testing.T) *Model {
 	t.Helper()
 	m, err := New(Config{
 		Keys: []string{"k1", "k2"}, Targets: []string{"t1", "t2"}, Requests: []string{"r1", "r2", "r3"},
-		MaxGen: 3, Capacity: 1, TTL: 2, InitTimeout: 2, MaxClock: 100, MaxAttempt: 10,
+		MaxGen: 3, Capacity: 1, TTL: 2, ReserveTimeout: 2, DispatchTimeLimit: 2, QuarantineTTL: 2, MaxClock: 100, MaxAttempt: 10,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -267,8 +267,8 @@ func TestStateKeyAndTLAFormatRoundTrip(t *testing.T) {
 func TestInvalidConfigs(t *testing.T) {
 	for _, c := range []Config{
 		{},
-		{Keys: []string{"k"}, Targets: []string{"t"}, Requests: []string{"r"}, TTL: 0, InitTimeout: 1},
-		{Keys: []string{"k"}, Targets: []string{"t"}, Requests: []string{"r"}, TTL: 1, InitTimeout: 1, Capacity: -1},
+		{Keys: []string{"k"}, Targets: []string{"t"}, Requests: []string{"r"}, TTL: 0, ReserveTimeout: 1, DispatchTimeLimit: 1, QuarantineTTL: 1},
+		{Keys: []string{"k"}, Targets: []string{"t"}, Requests: []string{"r"}, TTL: 1, ReserveTimeout: 1, DispatchTimeLimit: 1, QuarantineTTL: 1, Capacity: -1},
 	} {
 		if _, err := New(c); err == nil {
 			t.Errorf("New(%+v) accepted", c)

@@ -19,6 +19,7 @@ const (
 	ActInvalidateKey
 	ActExpire
 	ActDropStale
+	ActQuarantineExpire
 	ActReservationTimeout
 	ActDispatchTimeout
 	ActBump
@@ -29,7 +30,7 @@ const (
 // ActionNames are the spec's action names, indexed by Action.
 var ActionNames = [numActions]string{"Acquire", "Cancel", "BeginDispatch", "Complete", "Resolve",
 	"Release", "Abandon", "Invalidate", "Close", "InvalidateKey", "Expire", "DropStale",
-	"ReservationTimeout", "DispatchTimeout", "Bump", "Advance"}
+	"QuarantineExpire", "ReservationTimeout", "DispatchTimeout", "Bump", "Advance"}
 
 // String returns the name of a as the spec writes it.
 func (a Action) String() string {
@@ -62,7 +63,7 @@ func (m *Model) Format(l Label) string {
 		return fmt.Sprintf("Complete(%s, %q)", c.Requests[l.R], Outcome(l.O).String())
 	case ActResolve:
 		return fmt.Sprintf("Resolve(%s, %d, %d, %q)", c.Keys[l.K], l.A, l.G, Resolution(l.O).String())
-	case ActInvalidateKey, ActExpire, ActDropStale, ActReservationTimeout, ActDispatchTimeout:
+	case ActInvalidateKey, ActExpire, ActDropStale, ActQuarantineExpire, ActReservationTimeout, ActDispatchTimeout:
 		return fmt.Sprintf("%s(%s)", l.Act, c.Keys[l.K])
 	case ActBump:
 		return fmt.Sprintf("Bump(%s)", c.Targets[l.T])
@@ -82,21 +83,31 @@ func (m *Model) Apply(s *State, l Label) (State, Result, bool) {
 }
 
 // Track sets the ghost Since of t, the state after a step from s, as the
-// spec's TrackSince does: a key that starts initializing records the time,
-// one that stops forgets it.
+// spec's TrackSince does: a key that starts a phase (initializing, or
+// quarantined) records the time, one that ends it forgets it.
 func (m *Model) Track(s, t *State) {
-	init := func(e *Entry) bool { return e.St == Reserved || e.St == Dispatching }
 	since := make([]int64, len(t.Table))
 	for k := range t.Table {
-		switch {
-		case !init(&t.Table[k]):
-		case init(&s.Table[k]):
+		switch p := phase(&t.Table[k]); {
+		case p == 0:
+		case p == phase(&s.Table[k]):
 			since[k] = s.Since[k]
 		default:
-			since[k] = s.Now
+			since[k] = Began(s, &s.Table[k])
 		}
 	}
 	t.Since = since
+}
+
+// phase is the spec's Phase: 1 initializing, 2 quarantined, 0 neither.
+func phase(e *Entry) int {
+	switch e.St {
+	case Reserved, Dispatching:
+		return 1
+	case Quarantined:
+		return 2
+	}
+	return 0
 }
 
 func (m *Model) apply(s *State, l Label) (State, Result, bool) {
@@ -125,6 +136,8 @@ func (m *Model) apply(s *State, l Label) (State, Result, bool) {
 		return m.Expire(s, l.K)
 	case ActDropStale:
 		return m.DropStale(s, l.K)
+	case ActQuarantineExpire:
+		return m.QuarantineExpire(s, l.K)
 	case ActReservationTimeout:
 		return m.ReservationTimeout(s, l.K)
 	case ActDispatchTimeout:
@@ -196,7 +209,7 @@ func (m *Model) Steps(s *State, yield func(Label, *State)) {
 			try(l)
 		}
 	}
-	for _, act := range []Action{ActInvalidateKey, ActExpire, ActDropStale, ActReservationTimeout, ActDispatchTimeout} {
+	for _, act := range []Action{ActInvalidateKey, ActExpire, ActDropStale, ActQuarantineExpire, ActReservationTimeout, ActDispatchTimeout} {
 		for k := 0; k < nk; k++ {
 			l := base
 			l.Act, l.K = act, k

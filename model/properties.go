@@ -17,13 +17,14 @@ type ActionProperty struct {
 
 // Invariants are the spec's invariants, by name.
 var Invariants = map[string]Invariant{
-	"TypeOK":                {"TypeOK", typeOK},
-	"OneInitializer":        {"OneInitializer", oneInitializer},
-	"LeasesMatchHandles":    {"LeasesMatchHandles", leasesMatchHandles},
-	"LeasesReferToBinding":  {"LeasesReferToBinding", leasesReferToBinding},
-	"WithinCapacity":        {"WithinCapacity", withinCapacity},
-	"ClosingHoldsALease":    {"ClosingHoldsALease", closingHoldsALease},
-	"InitializationBounded": {"InitializationBounded", initializationBounded},
+	"TypeOK":                 {"TypeOK", typeOK},
+	"OneInitializer":         {"OneInitializer", oneInitializer},
+	"WaitQueuesMatchWaiters": {"WaitQueuesMatchWaiters", waitQueuesMatchWaiters},
+	"LeasesMatchHandles":     {"LeasesMatchHandles", leasesMatchHandles},
+	"LeasesReferToBinding":   {"LeasesReferToBinding", leasesReferToBinding},
+	"WithinCapacity":         {"WithinCapacity", withinCapacity},
+	"ClosingHoldsALease":     {"ClosingHoldsALease", closingHoldsALease},
+	"InitializationBounded":  {"InitializationBounded", initializationBounded},
 }
 
 // ActionProperties are the spec's action properties, by name.
@@ -40,6 +41,7 @@ func init() {
 		{"LeasedBindingEndsOnlyByLeaseInvalidationOrGeneration", leasedBindingEndsOnlyByLeaseInvalidationOrGeneration},
 		{"DeadlinesRespected", deadlinesRespected},
 		{"RefusedOnlyWhenFull", refusedOnlyWhenFull},
+		{"WaitersServedInOrder", waitersServedInOrder},
 	} {
 		ActionProperties[p.Name] = p
 	}
@@ -139,6 +141,26 @@ func oneInitializer(m *Model, s *State) bool {
 	return true
 }
 
+// WaitQueuesMatchWaiters: the wait queues hold exactly the waiting
+// requests, each once, on the key it waits for.
+func waitQueuesMatchWaiters(m *Model, s *State) bool {
+	seen := make([]bool, len(s.Req))
+	for k, q := range s.Waitq {
+		for _, r := range q {
+			if r < 0 || r >= len(s.Req) || seen[r] || s.Req[r].Pc != PcWaiting || s.Req[r].Key != k {
+				return false
+			}
+			seen[r] = true
+		}
+	}
+	for r, q := range s.Req {
+		if q.Pc == PcWaiting && !seen[r] {
+			return false
+		}
+	}
+	return true
+}
+
 // LeasesMatchHandles: leases equal the outstanding lease handles on the
 // current binding version; other entry states hold none.
 func leasesMatchHandles(m *Model, s *State) bool {
@@ -177,11 +199,11 @@ func leasesReferToBinding(m *Model, s *State) bool {
 
 // WithinCapacity: live entries never exceed the table's capacity.
 func withinCapacity(m *Model, s *State) bool {
-	return placesTaken(s, None) <= m.Cfg.Capacity
+	return m.placesTaken(s, None) <= m.Cfg.Capacity
 }
 
 // The definitions below mirror the spec's property definitions (IsLive,
-// InFlight, TakesPlace, GuardIsCurrent, KeepsBinding, KeepsAttempt,
+// InFlight, QuarantineHolds, TakesPlace, GuardIsCurrent, KeepsBinding, KeepsAttempt,
 // Settles, EndsLease). Properties use only these and the step's label, never
 // the actions or the definitions actions use, so a broken variant cannot
 // change what it is judged against.
@@ -192,15 +214,23 @@ func isLive(s *State, e *Entry) bool {
 
 func inFlight(e *Entry) bool { return e.St == Dispatching || e.St == Quarantined }
 
-func takesPlace(s *State, e *Entry) bool {
-	return e.St == Reserved || inFlight(e) || isLive(s, e)
+// quarantineHolds: key k is quarantined, its target is at the attempt's
+// generation, and QuarantineTTL has not passed since the quarantine began.
+func (m *Model) quarantineHolds(s *State, k int) bool {
+	e := &s.Table[k]
+	return e.St == Quarantined && s.Gen[e.Target] == e.TGen && s.Now < s.Since[k]+m.Cfg.QuarantineTTL
+}
+
+func (m *Model) takesPlace(s *State, k int) bool {
+	e := &s.Table[k]
+	return e.St == Reserved || e.St == Dispatching || m.quarantineHolds(s, k) || isLive(s, e)
 }
 
 // placesTaken counts the keys other than except (None: all) that take a place.
-func placesTaken(s *State, except int) int {
+func (m *Model) placesTaken(s *State, except int) int {
 	n := 0
 	for k := range s.Table {
-		if k != except && takesPlace(s, &s.Table[k]) {
+		if k != except && m.takesPlace(s, k) {
 			n++
 		}
 	}
@@ -273,10 +303,13 @@ func boundOnlyIfAccepted(m *Model, s *State, l Label, t *State) bool {
 }
 
 // UnsettledStaysVisible: a dispatching or quarantined key keeps its attempt
-// until the attempt is settled.
+// until the attempt is settled, or, once quarantined, until its target's
+// generation moves on or QuarantineTTL has passed; never before.
 func unsettledStaysVisible(m *Model, s *State, l Label, t *State) bool {
 	for k := range s.Table {
-		if inFlight(&s.Table[k]) && !keepsAttempt(s, t, k) && !settles(s, l, k, s.Table[k].Attempt) {
+		e := &s.Table[k]
+		if inFlight(e) && !keepsAttempt(s, t, k) && !settles(s, l, k, e.Attempt) &&
+			!(e.St == Quarantined && !m.quarantineHolds(s, k)) {
 			return false
 		}
 	}
@@ -379,6 +412,9 @@ func deadlinesRespected(m *Model, s *State, l Label, t *State) bool {
 		if (a.St == Reserved || a.St == Dispatching) && *a != t.Table[k] && l.R != a.Holder && a.Deadline > s.Now {
 			return false
 		}
+		if a.St == Reserved && *a != t.Table[k] && l.R != a.Holder && s.Now < s.Since[k]+m.Cfg.ReserveTimeout {
+			return false
+		}
 	}
 	return true
 }
@@ -386,17 +422,30 @@ func deadlinesRespected(m *Model, s *State, l Label, t *State) bool {
 // RefusedOnlyWhenFull: a request is refused for capacity only when the
 // other keys take every place.
 func refusedOnlyWhenFull(m *Model, s *State, l Label, t *State) bool {
-	if l.Act != ActAcquire || t.Req[l.R].Pc != PcIdle || s.Table[l.K].St == Quarantined {
+	if l.Act != ActAcquire || t.Req[l.R].Pc != PcIdle || m.quarantineHolds(s, l.K) {
 		return true
 	}
-	return placesTaken(s, l.K) >= m.Cfg.Capacity
+	return m.placesTaken(s, l.K) >= m.Cfg.Capacity
+}
+
+// WaitersServedInOrder: a key that was not initializing is reserved only by
+// the request that has waited on it longest, if any waits.
+func waitersServedInOrder(m *Model, s *State, l Label, t *State) bool {
+	for k := range s.Table {
+		a := &s.Table[k]
+		if a.St != Reserved && a.St != Dispatching && t.Table[k].St == Reserved && len(s.Waitq[k]) > 0 &&
+			l.R != s.Waitq[k][0] {
+			return false
+		}
+	}
+	return true
 }
 
 // InitializationBounded: every deadline an initialization carries is at
-// most since + 2 * InitTimeout.
+// most since + ReserveTimeout + DispatchTimeLimit.
 func initializationBounded(m *Model, s *State) bool {
 	for k, e := range s.Table {
-		if (e.St == Reserved || e.St == Dispatching) && e.Deadline > s.Since[k]+2*m.Cfg.InitTimeout {
+		if (e.St == Reserved || e.St == Dispatching) && e.Deadline > s.Since[k]+m.Cfg.ReserveTimeout+m.Cfg.DispatchTimeLimit {
 			return false
 		}
 	}

@@ -47,6 +47,12 @@ func (s *State) Key() string {
 		b = binary.AppendVarint(b, int64(q.Key))
 		b = binary.AppendVarint(b, int64(q.Attempt))
 	}
+	for _, q := range s.Waitq {
+		b = binary.AppendUvarint(b, uint64(len(q)))
+		for _, r := range q {
+			b = binary.AppendVarint(b, int64(r))
+		}
+	}
 	return string(b)
 }
 
@@ -107,6 +113,15 @@ func DecodeKey(key string) (State, error) {
 		q := &s.Req[i]
 		q.Pc = Pc(by())
 		q.Key, q.Attempt = int(vi()), int(vi())
+	}
+	s.Waitq = make([][]int, len(s.Table))
+	for k := range s.Waitq {
+		if n := uv(); n > 0 {
+			s.Waitq[k] = make([]int, n)
+			for i := range s.Waitq[k] {
+				s.Waitq[k][i] = int(vi())
+			}
+		}
 	}
 	if err == nil && len(b) != 0 {
 		err = fmt.Errorf("model: trailing bytes in state key")
@@ -179,15 +194,28 @@ func (m *Model) FormatState(s *State) string {
 			c.Requests[r], q.Pc.String(), nameOr(c.Keys, q.Key, "NoKey"), q.Attempt)
 	}
 	b.WriteString(")\n")
+	b.WriteString("/\\ waitq = (")
+	for k, q := range s.Waitq {
+		if k > 0 {
+			b.WriteString(" @@ ")
+		}
+		names := make([]string, len(q))
+		for i, r := range q {
+			names[i] = c.Requests[r]
+		}
+		fmt.Fprintf(&b, "%s :> <<%s>>", c.Keys[k], strings.Join(names, ", "))
+	}
+	b.WriteString(")\n")
 	return b.String()
 }
 
 // tlaValue is a parsed TLA+ value as TLC prints it.
 type tlaValue struct {
-	kind   byte // 'i' int, 's' string, 'b' bool, 'm' model value, 'r' record, 'f' function
+	kind   byte // 'i' int, 's' string, 'b' bool, 'm' model value, 'r' record, 'f' function, 't' tuple
 	num    int64
 	str    string
 	fields map[string]*tlaValue // records and functions over model values
+	elems  []*tlaValue          // tuples (sequences)
 }
 
 type tlaParser struct {
@@ -235,6 +263,25 @@ func (p *tlaParser) value() (*tlaValue, error) {
 		return nil, p.fail("a value")
 	}
 	switch c := p.s[p.pos]; {
+	case strings.HasPrefix(p.s[p.pos:], "<<"):
+		p.pos += 2
+		v := &tlaValue{kind: 't'}
+		if p.eat(">>") {
+			return v, nil
+		}
+		for {
+			e, err := p.value()
+			if err != nil {
+				return nil, err
+			}
+			v.elems = append(v.elems, e)
+			if p.eat(">>") {
+				return v, nil
+			}
+			if !p.eat(",") {
+				return nil, p.fail("',' or '>>'")
+			}
+		}
 	case c == '"':
 		end := strings.IndexByte(p.s[p.pos+1:], '"')
 		if end < 0 {
@@ -414,6 +461,13 @@ func (m *Model) stateFromValues(vars map[string]*tlaValue) (State, error) {
 		q.Key = index(c.Keys, "NoKey", r["key"], "key")
 		q.Attempt = int(num(r["attempt"], "attempt"))
 		s.Req = append(s.Req, q)
+	}
+	for _, wv := range fn("waitq", c.Keys) {
+		var q []int
+		for _, e := range get(wv, 't', "waitq[k]").elems {
+			q = append(q, index(c.Requests, "NoReq", e, "waitq[k][i]"))
+		}
+		s.Waitq = append(s.Waitq, q)
 	}
 	return s, err
 }

@@ -36,6 +36,14 @@ func init() {
 			}
 			return true
 		}},
+		{"NeverTwoWaiters", func(m *Model, s *State) bool {
+			for _, q := range s.Waitq {
+				if len(q) >= 2 {
+					return false
+				}
+			}
+			return true
+		}},
 	} {
 		WitnessInvariants[inv.Name] = inv
 	}
@@ -64,12 +72,22 @@ func init() {
 			return s.Table[q.Key].Attempt == q.Attempt
 		}},
 		{"NeverDeadlineAtClockEnd", func(m *Model, s *State, l Label, t *State) bool {
-			last := m.Cfg.MaxClock - max(m.Cfg.TTL, m.Cfg.InitTimeout)
+			last := m.Cfg.MaxClock - m.MaxDelay()
 			switch l.Act {
-			case ActExpire, ActReservationTimeout, ActDispatchTimeout:
+			case ActExpire, ActReservationTimeout, ActDispatchTimeout, ActQuarantineExpire:
 				return s.Now != last
 			}
 			return true
+		}},
+		{"NeverQuarantineExpires", func(m *Model, s *State, l Label, t *State) bool {
+			return l.Act != ActQuarantineExpire
+		}},
+		{"NeverStaleQuarantineDropped", func(m *Model, s *State, l Label, t *State) bool {
+			return !(l.Act == ActDropStale && s.Table[l.K].St == Quarantined)
+		}},
+		{"NeverQueuesOnFreeKey", func(m *Model, s *State, l Label, t *State) bool {
+			return !(l.Act == ActAcquire && s.Req[l.R].Pc == PcIdle && t.Req[l.R].Pc == PcWaiting &&
+				m.Free(s, &s.Table[l.K]))
 		}},
 	} {
 		WitnessActions[p.Name] = p

@@ -17,17 +17,33 @@ const (
 	DefaultMaxKeyBytes = 256
 )
 
+// DefaultQuarantineTTL is the QuarantineTTL a zero Config field means: ten
+// minutes, longer than any inference request a router lets run, so a
+// quarantine outlives the request it protects against replaying.
+const DefaultQuarantineTTL = 10 * time.Minute
+
 // Config configures a Coordinator.
 type Config struct {
 	// IdleTTL is how long a binding with no active leases lives (1 s .. 1 year).
 	IdleTTL time.Duration
-	// InitTimeout bounds how long a reservation may take to dispatch,
+	// ReserveTimeout bounds how long a reservation may take to dispatch,
 	// counted from when the key was reserved and across
-	// DefinitelyNotAccepted retries, and how long each dispatch may take
-	// (1 s .. 1 year): an initialization ends within twice InitTimeout. A
-	// reservation past its deadline is released; a dispatch past its own is
-	// quarantined.
-	InitTimeout time.Duration
+	// DefinitelyNotAccepted retries (1 s .. 1 year). A reservation past it
+	// is released (the next waiter gets the key).
+	ReserveTimeout time.Duration
+	// DispatchTimeout bounds how long each dispatch may take to learn its
+	// outcome (1 s .. 1 year); a dispatch past it is quarantined. An
+	// initialization ends within ReserveTimeout + DispatchTimeout of its
+	// reservation, however many DefinitelyNotAccepted retries it makes.
+	DispatchTimeout time.Duration
+	// QuarantineTTL bounds how long an unsettled (ambiguous) attempt blocks
+	// its session: the operator's stated bound on how long a request the
+	// target may have accepted keeps a replay away. After it the session is
+	// absent again (EventQuarantineExpired) and the next request dispatches
+	// anew. A quarantine also ends when it is settled (a late result,
+	// Resolve) or its target's generation moves on. Zero means
+	// DefaultQuarantineTTL; otherwise 1 s .. 1 year.
+	QuarantineTTL time.Duration
 	// MaxEntries bounds the live entries in the table (positive; see
 	// DefaultMaxEntries).
 	MaxEntries int
@@ -50,7 +66,12 @@ func (c *Config) validate() (Config, error) {
 	durations := []struct {
 		name string
 		d    time.Duration
-	}{{"IdleTTL", c.IdleTTL}, {"InitTimeout", c.InitTimeout}}
+	}{{"IdleTTL", c.IdleTTL}, {"ReserveTimeout", c.ReserveTimeout}, {"DispatchTimeout", c.DispatchTimeout},
+		{"QuarantineTTL", c.QuarantineTTL}}
+	if c.QuarantineTTL == 0 {
+		out.QuarantineTTL = DefaultQuarantineTTL
+		durations[3].d = DefaultQuarantineTTL
+	}
 	for _, d := range durations {
 		if d.d < MinDuration || d.d > MaxDuration {
 			return out, &ConfigError{Field: d.name, Reason: "must be between 1s and 1 year, got " + d.d.String()}
@@ -78,10 +99,11 @@ const (
 	EventRemoved
 	EventExpired
 	EventCapacityRejected
+	EventQuarantineExpired
 )
 
 var eventNames = [...]string{"", "Reserved", "Committed", "RolledBack", "Quarantined", "Resolved",
-	"Removed", "Expired", "CapacityRejected"}
+	"Removed", "Expired", "CapacityRejected", "QuarantineExpired"}
 
 // String returns the name of k as the spec writes it.
 func (k EventKind) String() string {
@@ -102,8 +124,10 @@ type Event struct {
 	Kind EventKind
 	Key  string
 	// Attempt and Generation: the attempt (Committed, RolledBack,
-	// Quarantined, Resolved) or the binding version (Expired, and Removed
-	// when a binding ends), with its target's generation.
+	// Quarantined, Resolved, QuarantineExpired, and Removed when a
+	// quarantine is dropped because its target's generation moved on) or
+	// the binding version (Expired, and Removed when a binding ends), with
+	// its target's generation.
 	Attempt    uint64
 	Generation uint64
 	// Seq is the event's place in the coordinator's sequence (1, 2, ...).

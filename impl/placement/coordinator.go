@@ -13,12 +13,14 @@ import (
 // and data-parallel rank). It is safe for concurrent use. Build it with New
 // and stop its background work with Close.
 type Coordinator[T comparable] struct {
-	cfg         Config
-	ttl         int64
-	initTimeout int64
-	epoch       time.Time // the runtime clock's zero, when manual is nil
-	manual      *ManualClock
-	sub         *manualSub
+	cfg             Config
+	ttl             int64
+	reserveTimeout  int64
+	dispatchTimeout int64
+	quarantineTTL   int64
+	epoch           time.Time // the runtime clock's zero, when manual is nil
+	manual          *ManualClock
+	sub             *manualSub
 
 	table    *table[T]
 	live     atomic.Int64
@@ -47,10 +49,14 @@ type Coordinator[T comparable] struct {
 	// testAfterUnlink, when set by tests, runs right after an entry leaves
 	// the table (with the entry's lock held).
 	testAfterUnlink func(key string)
+	// testHoldWaiters, while set by tests, keeps woken waiters from
+	// running on (as a scheduler that does not run them would).
+	testHoldWaiters atomic.Bool
 }
 
 // New returns a coordinator for cfg. With a runtime clock (cfg.Clock nil) it
-// starts a reaper goroutine with cadence min(IdleTTL, InitTimeout, 30s);
+// starts a reaper goroutine with cadence min(IdleTTL, ReserveTimeout,
+// DispatchTimeout, QuarantineTTL, 30s);
 // with a *ManualClock it starts none and reclaims on every Advance.
 func New[T comparable](cfg Config) (*Coordinator[T], error) {
 	v, err := cfg.validate()
@@ -58,11 +64,13 @@ func New[T comparable](cfg Config) (*Coordinator[T], error) {
 		return nil, err
 	}
 	c := &Coordinator[T]{
-		cfg:         v,
-		ttl:         int64(v.IdleTTL),
-		initTimeout: int64(v.InitTimeout),
-		done:        make(chan struct{}),
-		table:       newTable[T](v.MaxEntries),
+		cfg:             v,
+		ttl:             int64(v.IdleTTL),
+		reserveTimeout:  int64(v.ReserveTimeout),
+		dispatchTimeout: int64(v.DispatchTimeout),
+		quarantineTTL:   int64(v.QuarantineTTL),
+		done:            make(chan struct{}),
+		table:           newTable[T](v.MaxEntries),
 	}
 	var stripes atomic.Uint64
 	c.leases.New = func() any { return &leaseSlot{stripe: stripes.Add(1) % uint64(len(c.stats.sharedHits))} }
@@ -70,7 +78,7 @@ func New[T comparable](cfg Config) (*Coordinator[T], error) {
 	c.nextExpiry.Store(math.MaxInt64)
 	if v.Clock != nil {
 		c.manual = v.Clock
-		sub, err := v.Clock.attach(max(c.ttl, c.initTimeout), c.sweep)
+		sub, err := v.Clock.attach(max(c.ttl, c.reserveTimeout, c.dispatchTimeout, c.quarantineTTL), c.sweep)
 		if err != nil {
 			return nil, err
 		}
@@ -78,7 +86,7 @@ func New[T comparable](cfg Config) (*Coordinator[T], error) {
 		return c, nil
 	}
 	c.epoch = time.Now()
-	cadence := min(v.IdleTTL, v.InitTimeout, 30*time.Second)
+	cadence := min(v.IdleTTL, v.ReserveTimeout, v.DispatchTimeout, v.QuarantineTTL, 30*time.Second)
 	c.reaper.Add(1)
 	go c.runReaper(cadence)
 	return c, nil
@@ -196,16 +204,37 @@ func (c *Coordinator[T]) entryFor(key string) *entry[T] {
 }
 
 func (c *Coordinator[T]) acquireSlow(ctx context.Context, key string, wait bool) (Acquisition[T], error) {
-	waited, swept := false, false
+	var (
+		w      *waiting[T] // this call's place in its key's queue, once it waits
+		we     *entry[T]  // the entry w is queued on
+		swept  bool
+		waited bool
+	)
 	for {
 		if c.closed.Load() {
-			return Acquisition[T]{}, ErrClosed
+			return Acquisition[T]{}, c.leaveClosed(we, w)
+		}
+		if w != nil {
+			// Handed the key while waiting: that reservation is this
+			// call's answer, even if it timed out (or was handed on)
+			// before this goroutine ran: the request reserved the key then,
+			// as the spec's head-of-queue Acquire, and its holder learns
+			// the loss from BeginDispatch, never by acquiring twice.
+			we.mu.Lock()
+			r := w.resv
+			we.mu.Unlock()
+			if r != nil {
+				return Acquisition[T]{Reservation: r}, nil
+			}
 		}
 		e := c.entryFor(key)
 		e.mu.Lock()
 		if e.removed {
 			e.mu.Unlock()
 			continue
+		}
+		if w != nil && we != e {
+			w, we = nil, nil // the queue's entry left the table: queue afresh
 		}
 		if c.closed.Load() {
 			// Close came after the entry was found or created: an absent
@@ -214,7 +243,7 @@ func (c *Coordinator[T]) acquireSlow(ctx context.Context, key string, wait bool)
 				c.removeLocked(e, Event{})
 			}
 			e.mu.Unlock()
-			return Acquisition[T]{}, ErrClosed
+			return Acquisition[T]{}, c.leaveClosed(we, w)
 		}
 		now := c.now()
 		c.timeoutsLocked(e, now)
@@ -224,24 +253,31 @@ func (c *Coordinator[T]) acquireSlow(ctx context.Context, key string, wait bool)
 			e.mu.Unlock()
 			continue
 		}
+		if w != nil && w.resv != nil { // handed the key by this call's own access
+			e.mu.Unlock()
+			return Acquisition[T]{Reservation: w.resv}, nil
+		}
 		switch e.st {
 		case stBound:
 			b := e.bound.Load()
 			if !b.stale() || mutant("IgnoresGenerationFence") {
-				w := b.word.Load()
-				if w&deadBit == 0 && !b.expiredAt(w, now) {
-					if leases(w) == MaxLeases {
+				word := b.word.Load()
+				if word&deadBit == 0 && !b.expiredAt(word, now) {
+					if leases(word) == MaxLeases {
+						e.leaveLocked(w)
 						e.mu.Unlock()
 						return Acquisition[T]{}, ErrTooManyLeases
 					}
-					l, ok := c.take(b, w)
-					e.mu.Unlock()
+					l, ok := c.take(b, word)
 					if !ok {
+						e.mu.Unlock()
 						continue // a lease changed meanwhile: look again
 					}
+					e.leaveLocked(w)
+					e.mu.Unlock()
 					return Acquisition[T]{Lease: l}, nil
 				}
-				if w&deadBit == 0 && !b.killIfExpired(now) {
+				if word&deadBit == 0 && !b.killIfExpired(now) {
 					e.mu.Unlock() // a lease came or went: look again
 					continue
 				}
@@ -251,35 +287,29 @@ func (c *Coordinator[T]) acquireSlow(ctx context.Context, key string, wait bool)
 				b.kill()
 				c.emitLocked(Event{Kind: EventRemoved, Key: key, Attempt: b.version, Generation: b.gen})
 			}
-			// Expired or stale: re-initialize in place, reusing the slot.
+			// Expired or stale: the key is free. Re-initialize it in place,
+			// reusing the slot, for the longest waiter if one waits ahead.
 			e.bound.Store(nil)
-			r := c.reserveLocked(e, now)
-			e.mu.Unlock()
-			return Acquisition[T]{Reservation: r}, nil
+			if r := c.reserveForLocked(e, w, now); r != nil {
+				e.mu.Unlock()
+				return Acquisition[T]{Reservation: r}, nil
+			}
+			if w == nil && !wait {
+				e.mu.Unlock()
+				return Acquisition[T]{}, ErrWouldWait
+			}
 		case stReserved, stDispatching:
 			if !wait {
 				e.mu.Unlock()
 				return Acquisition[T]{}, ErrWouldWait
 			}
-			ch := e.waitChanLocked()
-			e.mu.Unlock()
-			if !waited {
-				waited = true
-				c.stats.waits.Add(1)
-			}
-			select {
-			case <-ch:
-			case <-ctx.Done():
-				return Acquisition[T]{}, &cancelledError{cause: ctx.Err()}
-			case <-c.done:
-				return Acquisition[T]{}, ErrClosed
-			}
-		case stQuarantined:
+		case stQuarantined: // a live quarantine (timeoutsLocked ended an over one)
 			if mutant("ReplaysQuarantine") {
 				r := c.reserveLocked(e, now)
 				e.mu.Unlock()
 				return Acquisition[T]{Reservation: r}, nil
 			}
+			e.leaveLocked(w)
 			err := &AmbiguousError{Key: key, Attempt: e.p.attempt, Generation: e.p.tgen}
 			e.mu.Unlock()
 			return Acquisition[T]{}, err
@@ -311,17 +341,86 @@ func (c *Coordinator[T]) acquireSlow(ctx context.Context, key string, wait bool)
 			e.mu.Unlock()
 			return Acquisition[T]{Reservation: r}, nil
 		}
+		// Someone initializes the key (or was just handed it): wait in
+		// line until the key changes or is handed to this call.
+		if w == nil {
+			w, we = &waiting[T]{}, e
+			e.joinLocked(w)
+		}
+		w.ch = make(chan struct{})
+		ch := w.ch
+		e.mu.Unlock()
+		if !waited {
+			waited = true
+			c.stats.waits.Add(1)
+		}
+		select {
+		case <-ch:
+			for c.testHoldWaiters.Load() {
+				time.Sleep(time.Millisecond)
+			}
+		case <-ctx.Done():
+			e.mu.Lock()
+			if w.resv != nil { // handed the key as the context ended: take it
+				e.mu.Unlock()
+				return Acquisition[T]{Reservation: w.resv}, nil
+			}
+			e.leaveLocked(w)
+			e.mu.Unlock()
+			return Acquisition[T]{}, &cancelledError{cause: ctx.Err()}
+		case <-c.done:
+			return Acquisition[T]{}, c.leaveClosed(we, w)
+		}
+	}
+}
+
+// leaveClosed takes a waiter out of its queue after Close, giving back a
+// reservation it was handed meanwhile, and returns ErrClosed.
+func (c *Coordinator[T]) leaveClosed(e *entry[T], w *waiting[T]) error {
+	if w == nil {
+		return ErrClosed
+	}
+	e.mu.Lock()
+	e.leaveLocked(w)
+	if r := w.resv; r != nil && !e.removed && e.st == stReserved && e.p.resv == r {
+		c.removeLocked(e, Event{Kind: EventRemoved, Key: e.key})
+	}
+	e.mu.Unlock()
+	return ErrClosed
+}
+
+// reserveForLocked re-initializes the free entry e at now. If a request
+// waits ahead of w (w may be nil: a newcomer), the longest waiter is handed
+// the reservation and nil is returned: the caller waits its turn. Otherwise
+// the caller leaves the queue and gets the reservation.
+func (c *Coordinator[T]) reserveForLocked(e *entry[T], w *waiting[T], now int64) *Reservation[T] {
+	if h := e.headLocked(); h != nil && h != w && !mutant("NoHandOff") {
+		c.handOffLocked(e, now)
+		return nil
+	}
+	e.leaveLocked(w)
+	return c.reserveLocked(e, now)
+}
+
+// handOffLocked reserves the free entry e (which keeps its slot) for its
+// longest waiter and wakes it: the spec's head-of-queue Acquire, taken at
+// once so that no newcomer can come between.
+func (c *Coordinator[T]) handOffLocked(e *entry[T], now int64) {
+	h := e.headLocked()
+	e.leaveLocked(h)
+	h.resv = c.reserveLocked(e, now)
+	if !mutant("LosesWakeup") {
+		h.wake()
 	}
 }
 
 // reserveLocked makes the caller the key's initializer.
 func (c *Coordinator[T]) reserveLocked(e *entry[T], now int64) *Reservation[T] {
 	r := &Reservation[T]{c: c, e: e}
-	d := now + c.initTimeout
+	d := now + c.reserveTimeout
 	e.st, e.p = stReserved, &pending[T]{resv: r, deadline: d, resDeadline: d}
 	c.noteDeadline(e.p.deadline)
 	c.stats.reservations.Add(1)
-	e.notifyLocked()
 	c.emitLocked(Event{Kind: EventReserved, Key: e.key})
 	return r
 }
@@ -329,7 +428,9 @@ func (c *Coordinator[T]) reserveLocked(e *entry[T], now int64) *Reservation[T] {
 // removeLocked reports ev (if it has a Kind), then makes the entry absent:
 // it leaves the table and frees its slot. The event goes first: once the
 // entry is unlinked, a fresh entry for the same key can report events of
-// its own, and they must come after this one.
+// its own, and they must come after this one. If requests wait on the key
+// (and the coordinator is open), the longest waiter is handed the key
+// instead: the entry stays, reserved for it, with its slot.
 func (c *Coordinator[T]) removeLocked(e *entry[T], ev Event) {
 	if e.removed {
 		return
@@ -342,6 +443,10 @@ func (c *Coordinator[T]) removeLocked(e *entry[T], ev Event) {
 		e.bound.Store(nil)
 	}
 	wasLive := e.st != stAbsent
+	if wasLive && e.hasWaitersLocked() && !c.closed.Load() && !mutant("NoHandOff") {
+		c.handOffLocked(e, c.now())
+		return
+	}
 	e.st, e.p, e.removed = stAbsent, nil, true
 	// Free the slot before unlinking the entry: a fresh entry for the same
 	// key must never see the departed one still counted. (Anyone who finds
@@ -356,21 +461,39 @@ func (c *Coordinator[T]) removeLocked(e *entry[T], ev Event) {
 	e.notifyLocked()
 }
 
-// timeoutsLocked applies the initialization timeout lazily on access:
-// ReservationTimeout (reserved too long: absent) and DispatchTimeout
-// (dispatching too long: quarantined), and reports the change.
+// timeoutsLocked applies the deadlines of an unsettled key lazily on
+// access: ReservationTimeout (reserved too long: absent, or handed to the
+// next waiter), DispatchTimeout (dispatching too long: quarantined),
+// QuarantineExpire (quarantined for QuarantineTTL: absent) and DropStale
+// for a quarantine whose target's generation moved on, and reports the
+// change.
 func (c *Coordinator[T]) timeoutsLocked(e *entry[T], now int64) {
 	switch {
 	case e.st == stReserved && e.p.deadline <= now:
 		c.removeLocked(e, Event{Kind: EventRemoved, Key: e.key})
 	case e.st == stDispatching && e.p.deadline <= now:
-		c.quarantineLocked(e)
+		// QuarantineTTL counts from the dispatch's deadline, however late
+		// this access applies the timeout.
+		c.quarantineLocked(e, e.p.deadline)
 		c.emitLocked(Event{Kind: EventQuarantined, Key: e.key, Attempt: e.p.attempt, Generation: e.p.tgen})
+	}
+	if e.st == stQuarantined && !e.removed {
+		switch {
+		case e.p.slot.gen.Load() != e.p.tgen && !mutant("QuarantineIgnoresGeneration"):
+			c.removeLocked(e, Event{Kind: EventRemoved, Key: e.key, Attempt: e.p.attempt, Generation: e.p.tgen})
+		case e.p.deadline <= now && !mutant("QuarantineNeverExpires"):
+			c.stats.quarantineExpirations.Add(1)
+			c.removeLocked(e, Event{Kind: EventQuarantineExpired, Key: e.key, Attempt: e.p.attempt, Generation: e.p.tgen})
+		}
 	}
 }
 
-func (c *Coordinator[T]) quarantineLocked(e *entry[T]) {
-	e.st, e.p.resv, e.p.deadline = stQuarantined, nil, 0 // keeps attempt, target, generation
+// quarantineLocked quarantines e's attempt, which became ambiguous at
+// from, for QuarantineTTL.
+func (c *Coordinator[T]) quarantineLocked(e *entry[T], from int64) {
+	e.st, e.p.resv = stQuarantined, nil // keeps attempt, target, generation
+	e.p.deadline = from + c.quarantineTTL
+	c.noteDeadline(e.p.deadline)
 	c.stats.quarantines.Add(1)
 	e.notifyLocked()
 }
@@ -438,8 +561,8 @@ func (c *Coordinator[T]) noteCount() uint64 {
 }
 
 // sweep reclaims the whole table at time now: Expire (idle past the
-// deadline), DropStale (generation moved on), ReservationTimeout and
-// DispatchTimeout. The reaper, a manual clock's Advance and a full table's
+// deadline), DropStale (generation moved on, for bindings and quarantines),
+// QuarantineExpire, ReservationTimeout and DispatchTimeout. The reaper, a manual clock's Advance and a full table's
 // capacity path call it. It locks one entry at a time.
 func (c *Coordinator[T]) sweep(now int64) {
 	epoch := c.catalog.epoch.Load()
@@ -454,7 +577,7 @@ func (c *Coordinator[T]) sweep(now int64) {
 		e.mu.Lock()
 		c.timeoutsLocked(e, now)
 		switch e.st {
-		case stReserved, stDispatching:
+		case stReserved, stDispatching, stQuarantined:
 			earliest = min(earliest, e.p.deadline)
 		case stBound:
 			b := e.bound.Load()

@@ -105,7 +105,7 @@ func (c *Coordinator[T]) dispatchLocked(e *entry[T], r *Reservation[T], target T
 	d := &Dispatch[T]{c: c, e: e, r: r, attempt: c.attempts.Add(1), target: target, gen: gen}
 	e.st = stDispatching
 	e.p.attempt, e.p.target, e.p.slot, e.p.tgen = d.attempt, target, slot, gen
-	e.p.deadline = now + c.initTimeout
+	e.p.deadline = now + c.dispatchTimeout
 	e.notifyLocked()
 	return d
 }
@@ -223,7 +223,7 @@ func (d *Dispatch[T]) Complete(o Outcome) (Lease[T], error) {
 		c.removeLocked(e, ev)
 		return Lease[T]{}, nil
 	case !late: // Ambiguous
-		c.quarantineLocked(e)
+		c.quarantineLocked(e, now)
 		ev.Kind = EventQuarantined
 	default: // a late Ambiguous: still quarantined, nothing changes
 		return Lease[T]{}, nil

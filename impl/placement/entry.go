@@ -42,7 +42,7 @@ type entry[T comparable] struct {
 
 	mu      sync.Mutex
 	p       *pending[T]   // while reserved, dispatching or quarantined; nil otherwise
-	changed chan struct{} // closed at the next change, when someone waits
+	waiters *waitQueue[T] // the requests waiting on the key, longest first (nil: none yet)
 
 	first binding[T] // the first binding (see above); keep it last
 }
@@ -55,7 +55,7 @@ type pending[T comparable] struct {
 	target   T               // its target
 	slot     *targetSlot[T]  // its target's catalog slot
 	tgen     uint64          // its target's generation
-	deadline int64           // initialization deadline (stReserved, stDispatching)
+	deadline int64           // initialization deadline, or the quarantine's (QuarantineTTL)
 	// resDeadline is the reservation's own deadline, set when the key is
 	// reserved and kept across dispatches: a DefinitelyNotAccepted
 	// rollback returns the reservation with it, never a fresh one.
@@ -96,19 +96,72 @@ func inlineKey[T comparable, B any](key string) *entry[T] {
 	return &x.e
 }
 
-// notifyLocked wakes every waiter: the key changed.
-func (e *entry[T]) notifyLocked() {
-	if e.changed != nil && !(mutant("LosesWakeup") && e.st == stAbsent) {
-		close(e.changed)
-		e.changed = nil
+// waiting is one Acquire waiting on its key, in the key's queue. A key that
+// becomes free while requests wait is handed to the longest waiter at once
+// (resv), so a newcomer never overtakes a waiter (spec: WaitersServedInOrder).
+type waiting[T comparable] struct {
+	ch   chan struct{}   // closed to wake the waiter; nil while it is awake
+	resv *Reservation[T] // the reservation it was handed, if any
+}
+
+// waitQueue is a key's waiters in arrival order.
+type waitQueue[T comparable] struct {
+	list []*waiting[T]
+}
+
+// hasWaitersLocked reports whether anyone waits on e.
+func (e *entry[T]) hasWaitersLocked() bool { return e.waiters != nil && len(e.waiters.list) > 0 }
+
+// headLocked returns the longest waiter, or nil.
+func (e *entry[T]) headLocked() *waiting[T] {
+	if !e.hasWaitersLocked() {
+		return nil
+	}
+	return e.waiters.list[0]
+}
+
+// joinLocked queues w last.
+func (e *entry[T]) joinLocked(w *waiting[T]) {
+	if e.waiters == nil {
+		e.waiters = &waitQueue[T]{}
+	}
+	e.waiters.list = append(e.waiters.list, w)
+}
+
+// leaveLocked takes w out of the queue, if it is in it.
+func (e *entry[T]) leaveLocked(w *waiting[T]) {
+	if w == nil || e.waiters == nil {
+		return
+	}
+	l := e.waiters.list
+	for i, x := range l {
+		if x == w {
+			copy(l[i:], l[i+1:])
+			l[len(l)-1] = nil
+			e.waiters.list = l[:len(l)-1]
+			return
+		}
 	}
 }
 
-func (e *entry[T]) waitChanLocked() chan struct{} {
-	if e.changed == nil {
-		e.changed = make(chan struct{})
+// wake wakes w, if it sleeps.
+func (w *waiting[T]) wake() {
+	if w.ch != nil {
+		close(w.ch)
+		w.ch = nil
 	}
-	return e.changed
+}
+
+// notifyLocked wakes every waiter: the key changed (it was bound, or
+// quarantined, or its dispatch began or rolled back). They stay queued,
+// in order, until their Acquire returns.
+func (e *entry[T]) notifyLocked() {
+	if e.waiters == nil {
+		return
+	}
+	for _, w := range e.waiters.list {
+		w.wake()
+	}
 }
 
 // The binding word packs the lease count, the closing and dead flags, and

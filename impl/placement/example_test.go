@@ -18,7 +18,7 @@ type Worker struct {
 // A request's full life: the first turn reserves the session, dispatches,
 // commits on Accepted; the next turn hits the binding.
 func Example() {
-	c, err := placement.New[Worker](placement.Config{IdleTTL: time.Minute, InitTimeout: 10 * time.Second,
+	c, err := placement.New[Worker](placement.Config{IdleTTL: time.Minute, ReserveTimeout: 10 * time.Second, DispatchTimeout: 10 * time.Second,
 		MaxEntries: placement.DefaultMaxEntries, MaxKeyBytes: placement.DefaultMaxKeyBytes})
 	if err != nil {
 		panic(err)
@@ -48,7 +48,7 @@ func Example() {
 // While one request initializes a session, others wait for its outcome and
 // then reuse the binding.
 func Example_waiter() {
-	c, _ := placement.New[Worker](placement.Config{IdleTTL: time.Minute, InitTimeout: 10 * time.Second,
+	c, _ := placement.New[Worker](placement.Config{IdleTTL: time.Minute, ReserveTimeout: 10 * time.Second, DispatchTimeout: 10 * time.Second,
 		MaxEntries: placement.DefaultMaxEntries, MaxKeyBytes: placement.DefaultMaxKeyBytes})
 	defer c.Close()
 	ctx := context.Background()
@@ -75,7 +75,7 @@ func Example_waiter() {
 // replayed until someone who knows the outcome resolves it, fenced by the
 // attempt id and generation.
 func Example_ambiguous() {
-	c, _ := placement.New[Worker](placement.Config{IdleTTL: time.Minute, InitTimeout: 10 * time.Second,
+	c, _ := placement.New[Worker](placement.Config{IdleTTL: time.Minute, ReserveTimeout: 10 * time.Second, DispatchTimeout: 10 * time.Second,
 		MaxEntries: placement.DefaultMaxEntries, MaxKeyBytes: placement.DefaultMaxKeyBytes})
 	defer c.Close()
 
@@ -104,7 +104,7 @@ func Example_ambiguous() {
 // each Advance reclaims what expired.
 func Example_manualClock() {
 	clk := placement.NewManualClock(0)
-	c, _ := placement.New[Worker](placement.Config{IdleTTL: 30 * time.Second, InitTimeout: 5 * time.Second,
+	c, _ := placement.New[Worker](placement.Config{IdleTTL: 30 * time.Second, ReserveTimeout: 5 * time.Second, DispatchTimeout: 5 * time.Second,
 		MaxEntries: 1024, MaxKeyBytes: 64, Clock: clk})
 	defer c.Close()
 
@@ -130,7 +130,7 @@ func Example_manualClock() {
 // runs a tick. Events carry their order (Seq) and the binding's version.
 func ExampleManualClock_Set() {
 	clk := placement.NewManualClock(0)
-	c, _ := placement.New[Worker](placement.Config{IdleTTL: 30 * time.Second, InitTimeout: 5 * time.Second,
+	c, _ := placement.New[Worker](placement.Config{IdleTTL: 30 * time.Second, ReserveTimeout: 5 * time.Second, DispatchTimeout: 5 * time.Second,
 		MaxEntries: 1024, MaxKeyBytes: 64, Clock: clk,
 		Observer: func(ev placement.Event) { fmt.Println("event", ev.Seq, ev.Kind, "version", ev.Attempt) }})
 	defer c.Close()

@@ -46,7 +46,7 @@ func manual(t *testing.T, mutate ...func(*Config)) (*Coordinator[target], *Manua
 	t.Helper()
 	noLeaks(t)
 	clk := NewManualClock(0)
-	cfg := Config{IdleTTL: 10 * time.Second, InitTimeout: 5 * time.Second, MaxEntries: 4, MaxKeyBytes: 64, Clock: clk}
+	cfg := Config{IdleTTL: 10 * time.Second, ReserveTimeout: 5 * time.Second, DispatchTimeout: 5 * time.Second, MaxEntries: 4, MaxKeyBytes: 64, Clock: clk}
 	for _, m := range mutate {
 		m(&cfg)
 	}
@@ -562,7 +562,7 @@ func TestAdvance_RejectsBackwardsAndOverflow(t *testing.T) {
 	}
 	must(t, clk.Advance(time.Minute)) // same time: no-op
 	must(t, l.Release())
-	if _, err := New[target](Config{IdleTTL: time.Second, InitTimeout: time.Second, MaxEntries: 1, MaxKeyBytes: 1,
+	if _, err := New[target](Config{IdleTTL: time.Second, ReserveTimeout: time.Second, DispatchTimeout: time.Second, MaxEntries: 1, MaxKeyBytes: 1,
 		Clock: NewManualClock(math.MaxInt64 - 10)}); !errors.Is(err, ErrInvalidConfig) {
 		t.Fatalf("a clock whose deadlines overflow: %v", err)
 	}
@@ -570,12 +570,14 @@ func TestAdvance_RejectsBackwardsAndOverflow(t *testing.T) {
 
 func TestConfig_Invalid(t *testing.T) {
 	noLeaks(t)
-	good := Config{IdleTTL: time.Minute, InitTimeout: time.Minute, MaxEntries: 1, MaxKeyBytes: 1}
+	good := Config{IdleTTL: time.Minute, ReserveTimeout: time.Minute, DispatchTimeout: time.Minute, MaxEntries: 1, MaxKeyBytes: 1}
 	for name, mut := range map[string]func(*Config){
-		"IdleTTL":     func(c *Config) { c.IdleTTL = 999 * time.Millisecond },
-		"InitTimeout": func(c *Config) { c.InitTimeout = 366 * 24 * time.Hour },
-		"MaxEntries":  func(c *Config) { c.MaxEntries = 0 },
-		"MaxKeyBytes": func(c *Config) { c.MaxKeyBytes = -1 },
+		"IdleTTL":         func(c *Config) { c.IdleTTL = 999 * time.Millisecond },
+		"ReserveTimeout":  func(c *Config) { c.ReserveTimeout = 366 * 24 * time.Hour },
+		"DispatchTimeout": func(c *Config) { c.DispatchTimeout = 0 },
+		"QuarantineTTL":   func(c *Config) { c.QuarantineTTL = time.Millisecond },
+		"MaxEntries":      func(c *Config) { c.MaxEntries = 0 },
+		"MaxKeyBytes":     func(c *Config) { c.MaxKeyBytes = -1 },
 	} {
 		cfg := good
 		mut(&cfg)
@@ -624,7 +626,7 @@ func TestClose_WakesWaitersAndRefuses(t *testing.T) {
 
 func TestReaper_ExpiresAndRestartsAfterPanic(t *testing.T) {
 	noLeaks(t)
-	c, err := New[target](Config{IdleTTL: time.Second, InitTimeout: time.Second, MaxEntries: 8, MaxKeyBytes: 8})
+	c, err := New[target](Config{IdleTTL: time.Second, ReserveTimeout: time.Second, DispatchTimeout: time.Second, MaxEntries: 8, MaxKeyBytes: 8})
 	must(t, err)
 	defer c.Close()
 	c.testReaperPanic.Store(true)
@@ -770,14 +772,19 @@ func TestImportsOnlyStandardLibrary(t *testing.T) {
 // model test. A quarantined attempt resolved Accepted after its target's
 // generation moved on binds a stale binding; it reads as absent and must
 // not hold a slot.
-func TestResolve_AcceptedAfterBumpIsFencedAtBirth(t *testing.T) {
+// A quarantine whose target's generation moved on is dropped (the binding
+// it could produce would be stale at birth): a Resolve finds nothing to
+// settle, and the slot is free.
+func TestResolve_AfterBumpFindsTheQuarantineDropped(t *testing.T) {
 	c, _ := manual(t, func(c *Config) { c.MaxEntries = 1 })
 	d, _ := reserve(t, c, "k0").BeginDispatch(w1, 1)
 	d.Drop()
 	c.BumpGeneration(w1)
-	must(t, c.Resolve("k0", d.Attempt(), 1, ResolveAccepted))
+	if err := c.Resolve("k0", d.Attempt(), 1, ResolveAccepted); !errors.Is(err, ErrNotQuarantined) {
+		t.Fatalf("Resolve of a dropped quarantine: %v", err)
+	}
 	if state(t, c, "k0").State != StateAbsent || c.Stats().Live != 0 {
-		t.Fatal("a binding stale at birth holds a slot")
+		t.Fatal("a quarantine whose generation moved on holds a slot")
 	}
 	reserve(t, c, "k1")
 }

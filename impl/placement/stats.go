@@ -20,6 +20,8 @@ type counters struct {
 	resolutions    atomic.Int64
 	expirations    atomic.Int64
 	reaperRestarts atomic.Int64
+	// quarantineExpirations counts quarantines ended by QuarantineTTL.
+	quarantineExpirations atomic.Int64
 }
 
 // Stats are cumulative counts since New, and the current live entries.
@@ -33,6 +35,8 @@ type Stats struct {
 	Expirations        int64 // idle bindings reclaimed
 	ReaperRestarts     int64 // reaper sweeps that panicked and were restarted
 	Live               int64 // entries in the table now
+	// QuarantineExpirations counts quarantines that QuarantineTTL ended.
+	QuarantineExpirations int64
 }
 
 // Stats returns the coordinator's statistics. It walks the table to add up
@@ -76,6 +80,8 @@ func (c *Coordinator[T]) Stats() Stats {
 		Expirations:        c.stats.expirations.Load(),
 		ReaperRestarts:     c.stats.reaperRestarts.Load(),
 		Live:               c.live.Load(),
+
+		QuarantineExpirations: c.stats.quarantineExpirations.Load(),
 	}
 }
 
@@ -195,21 +201,19 @@ func boundInfo[T comparable](b *binding[T], w uint64) Info[T] {
 func (c *Coordinator[T]) queryLocked(e *entry[T]) (i Info[T], again bool) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	now := c.now()
+	// The deadlines of an unsettled key apply as on any access (a timed-out
+	// reservation is handed to the next waiter, an over quarantine ends).
+	c.timeoutsLocked(e, c.now())
 	switch {
 	case e.removed:
 	case e.st == stBound:
 		return Info[T]{}, true
 	case e.st == stReserved:
-		if e.p.deadline > now { // past it, the reservation has timed out
-			return Info[T]{State: StateReserved}, false
-		}
-	case e.st == stDispatching, e.st == stQuarantined:
-		st := StateQuarantined // a dispatch past its deadline is quarantined
-		if e.st == stDispatching && e.p.deadline > now {
-			st = StateDispatching
-		}
-		return Info[T]{State: st, Target: e.p.target, Generation: e.p.tgen, Attempt: e.p.attempt}, false
+		return Info[T]{State: StateReserved}, false
+	case e.st == stDispatching:
+		return Info[T]{State: StateDispatching, Target: e.p.target, Generation: e.p.tgen, Attempt: e.p.attempt}, false
+	case e.st == stQuarantined:
+		return Info[T]{State: StateQuarantined, Target: e.p.target, Generation: e.p.tgen, Attempt: e.p.attempt}, false
 	}
 	return Info[T]{}, false
 }

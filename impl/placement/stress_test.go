@@ -66,7 +66,7 @@ func TestAcquire_CloseDuringCapacitySweepUnlinksFreshEntry(t *testing.T) {
 			c.Close() // Close needs no entry lock, so this is safe here
 		}
 	}
-	c, err := New[target](Config{IdleTTL: time.Second, InitTimeout: time.Second, MaxEntries: 1,
+	c, err := New[target](Config{IdleTTL: time.Second, ReserveTimeout: time.Second, DispatchTimeout: time.Second, MaxEntries: 1,
 		MaxKeyBytes: 16, Clock: clk, Observer: closeOnExpiry})
 	if err != nil {
 		t.Fatal(err)

@@ -13,20 +13,34 @@ EXTENDS Placement
 BugAcquireReplaysQuarantine(r, k) ==
     LET e == table[k] IN
     /\ \/ req[r].pc = "Idle"
-       \/ req[r].pc = "Waiting" /\ req[r].key = k /\ e.st \notin {"Reserved", "Dispatching"}
+       \/ /\ req[r].pc = "Waiting" /\ req[r].key = k /\ ~Initializing(e)
+          /\ Free(e) => Head(waitq[k]) = r
     /\ CASE LiveBound(e) ->
               /\ table' = [table EXCEPT ![k].leases = @ + 1]
               /\ req' = [req EXCEPT ![r] = ReqAt("Holding", k, e.attempt)]
-         [] e.st \in {"Reserved", "Dispatching"} ->
+              /\ Leaves(r, k)
+         [] Initializing(e) \/ (Free(e) /\ req[r].pc = "Idle" /\ waitq[k] # <<>>) ->
               /\ table' = table
               /\ req' = [req EXCEPT ![r] = ReqAt("Waiting", k, 0)]
-         [] OTHER ->                      \* BUG: Quarantined lands here too
-              IF Room(k)
-              THEN /\ table' = [table EXCEPT ![k] = ReservedEntry(r, now + InitTimeout)]
-                   /\ req' = [req EXCEPT ![r] = ReqAt("Reserved", k, 0)]
-              ELSE /\ table' = table
-                   /\ req' = [req EXCEPT ![r] = IdleReq]
+              /\ Joins(r, k)
+         [] OTHER ->                      \* BUG: a live quarantine lands here too
+              /\ IF Room(k)
+                 THEN /\ table' = [table EXCEPT ![k] = ReservedEntry(r, now + ReserveTimeout)]
+                      /\ req' = [req EXCEPT ![r] = ReqAt("Reserved", k, 0)]
+                 ELSE /\ table' = table
+                      /\ req' = [req EXCEPT ![r] = IdleReq]
+              /\ Leaves(r, k)
     /\ UNCHANGED <<now, gen, nextAttempt>>
+
+LateAmbiguous(r) ==
+    /\ table' = table
+    /\ req' = [req EXCEPT ![r] = IdleReq]
+
+QuarantineOf(r) ==
+    LET e == table[req[r].key] IN
+    /\ table' = [table EXCEPT ![req[r].key] =
+            QuarantinedEntry(e.attempt, e.target, e.tgen, Began(e) + QuarantineTTL)]
+    /\ req' = [req EXCEPT ![r] = IdleReq]
 
 (* Accepts a stale attempt: Accepted is applied to whatever the key holds  *)
 (* without checking that the attempt is still current.                     *)
@@ -46,17 +60,16 @@ BugCompleteAcceptsStale(r, o) ==
          [] o = "DefinitelyNotAccepted" ->
               /\ table' = [table EXCEPT ![k] = AbsentEntry]
               /\ req' = [req EXCEPT ![r] = IdleReq]
-         [] OTHER ->
-              /\ table' = [table EXCEPT ![k] = QuarantinedEntry(e.attempt, e.target, e.tgen)]
-              /\ req' = [req EXCEPT ![r] = IdleReq]
-    /\ UNCHANGED <<now, gen, nextAttempt>>
+         [] e.st = "Quarantined" -> LateAmbiguous(r)
+         [] OTHER -> QuarantineOf(r)
+    /\ UNCHANGED <<now, gen, nextAttempt, waitq>>
 
 (* Expires a leased binding: the idle deadline is honoured even while      *)
 (* requests still hold leases.                                             *)
 BugExpireLeased(k) ==
     /\ table[k].st = "Bound" /\ table[k].deadline <= now
     /\ table' = [table EXCEPT ![k] = AbsentEntry]
-    /\ UNCHANGED <<now, gen, nextAttempt, req>>
+    /\ UNCHANGED <<now, gen, nextAttempt, req, waitq>>
 
 (* Closes while other leases are active: the final request removes the    *)
 (* binding at once (the anchor's claim layer did this).                    *)
@@ -64,19 +77,19 @@ BugCloseWhileLeased(r) ==
     /\ req[r].pc = "Holding"
     /\ table' = IF HoldsLease(r) THEN [table EXCEPT ![req[r].key] = AbsentEntry] ELSE table
     /\ req' = [req EXCEPT ![r] = IdleReq]
-    /\ UNCHANGED <<now, gen, nextAttempt>>
+    /\ UNCHANGED <<now, gen, nextAttempt, waitq>>
 
 (* Resolve fenced by attempt id only: a resolution naming the wrong       *)
 (* generation is applied.                                                  *)
 BugResolveIgnoresGeneration(k, a, g, o) ==
     LET e == table[k] IN
     /\ e.st = "Quarantined"
-    /\ table' = IF a = e.attempt
+    /\ table' = IF LiveQuarantine(e) /\ a = e.attempt
                 THEN [table EXCEPT ![k] = IF o = "Accepted"
                                           THEN BoundEntry(a, e.target, e.tgen, 0, now + TTL)
                                           ELSE AbsentEntry]
                 ELSE table
-    /\ UNCHANGED <<now, gen, nextAttempt, req>>
+    /\ UNCHANGED <<now, gen, nextAttempt, req, waitq>>
 
 (* Capacity off by one: a full table still admits one more entry.         *)
 BugRoomOffByOne(k) ==
@@ -86,22 +99,27 @@ BugRoomOffByOne(k) ==
 BugAcquireHitsStale(r, k) ==
     LET e == table[k] IN
     /\ \/ req[r].pc = "Idle"
-       \/ req[r].pc = "Waiting" /\ req[r].key = k /\ e.st \notin {"Reserved", "Dispatching"}
+       \/ /\ req[r].pc = "Waiting" /\ req[r].key = k /\ ~Initializing(e)
+          /\ Free(e) => Head(waitq[k]) = r
     /\ CASE e.st = "Bound" /\ ~Expired(e) ->                 \* BUG: stale counted as live
               /\ table' = [table EXCEPT ![k].leases = @ + 1]
               /\ req' = [req EXCEPT ![r] = ReqAt("Holding", k, e.attempt)]
-         [] e.st \in {"Reserved", "Dispatching"} ->
+              /\ Leaves(r, k)
+         [] Initializing(e) \/ (Free(e) /\ req[r].pc = "Idle" /\ waitq[k] # <<>>) ->
               /\ table' = table
               /\ req' = [req EXCEPT ![r] = ReqAt("Waiting", k, 0)]
-         [] e.st = "Quarantined" ->
+              /\ Joins(r, k)
+         [] LiveQuarantine(e) ->
               /\ table' = table
               /\ req' = [req EXCEPT ![r] = IdleReq]
+              /\ Leaves(r, k)
          [] OTHER ->
-              IF Room(k)
-              THEN /\ table' = [table EXCEPT ![k] = ReservedEntry(r, now + InitTimeout)]
-                   /\ req' = [req EXCEPT ![r] = ReqAt("Reserved", k, 0)]
-              ELSE /\ table' = table
-                   /\ req' = [req EXCEPT ![r] = IdleReq]
+              /\ IF Room(k)
+                 THEN /\ table' = [table EXCEPT ![k] = ReservedEntry(r, now + ReserveTimeout)]
+                      /\ req' = [req EXCEPT ![r] = ReqAt("Reserved", k, 0)]
+                 ELSE /\ table' = table
+                      /\ req' = [req EXCEPT ![r] = IdleReq]
+              /\ Leaves(r, k)
     /\ UNCHANGED <<now, gen, nextAttempt>>
 
 (* Dispatches under the wrong generation: the attempt records the target's *)
@@ -114,13 +132,13 @@ BugBeginDispatchStaleGeneration(r, t) ==
             /\ nextAttempt \in Attempts
             /\ table' = [table EXCEPT ![k] =
                     DispatchingEntry(r, nextAttempt, t, IF gen[t] > 1 THEN gen[t] - 1 ELSE 1,  \* BUG
-                                     now + InitTimeout, table[k].rdeadline)]
+                                     now + DispatchTimeLimit, table[k].rdeadline)]
             /\ req' = [req EXCEPT ![r] = ReqAt("Dispatching", k, nextAttempt)]
             /\ nextAttempt' = nextAttempt + 1
        ELSE /\ table' = table
             /\ req' = [req EXCEPT ![r] = IdleReq]
             /\ UNCHANGED nextAttempt
-    /\ UNCHANGED <<now, gen>>
+    /\ UNCHANGED <<now, gen, waitq>>
 
 (* Complete with its Ambiguous case replaced by `ambiguous` (applied to a  *)
 (* current attempt); the other outcomes as in Complete.                    *)
@@ -141,12 +159,7 @@ CompleteWithAmbiguous(r, o, ambiguous) ==
                    /\ table' = [table EXCEPT ![k] = AbsentEntry]
                    /\ req' = [req EXCEPT ![r] = IdleReq]
               [] OTHER -> ambiguous
-    /\ UNCHANGED <<now, gen, nextAttempt>>
-
-QuarantineOf(r) ==
-    LET e == table[req[r].key] IN
-    /\ table' = [table EXCEPT ![req[r].key] = QuarantinedEntry(e.attempt, e.target, e.tgen)]
-    /\ req' = [req EXCEPT ![r] = IdleReq]
+    /\ UNCHANGED <<now, gen, nextAttempt, waitq>>
 
 (* An Ambiguous outcome while dispatching rolls back like                  *)
 (* DefinitelyNotAccepted: the request may dispatch again, a silent replay. *)
@@ -156,7 +169,7 @@ BugCompleteAmbiguousRollsBack(r, o) ==
         IF table[k].st = "Dispatching"                          \* BUG
         THEN /\ table' = [table EXCEPT ![k] = ReservedEntry(r, table[k].rdeadline)]
              /\ req' = [req EXCEPT ![r] = ReqAt("Reserved", k, 0)]
-        ELSE QuarantineOf(r))
+        ELSE LateAmbiguous(r))
 
 (* An Ambiguous outcome while dispatching binds the key, as if accepted.  *)
 BugCompleteAmbiguousBinds(r, o) ==
@@ -166,7 +179,7 @@ BugCompleteAmbiguousBinds(r, o) ==
         IF e.st = "Dispatching"                                 \* BUG
         THEN /\ table' = [table EXCEPT ![k] = BoundEntry(e.attempt, e.target, e.tgen, 1, now + TTL)]
              /\ req' = [req EXCEPT ![r] = ReqAt("Holding", k, e.attempt)]
-        ELSE QuarantineOf(r))
+        ELSE LateAmbiguous(r))
 
 (* A late Ambiguous outcome clears the quarantine.                         *)
 BugCompleteLateAmbiguousClears(r, o) ==
@@ -183,7 +196,7 @@ BugDispatchTimeoutClears(k) ==
     /\ e.st = "Dispatching" /\ e.deadline <= now
     /\ table' = [table EXCEPT ![k] = AbsentEntry]          \* BUG: not quarantined
     /\ req' = [req EXCEPT ![e.holder].pc = "Late"]
-    /\ UNCHANGED <<now, gen, nextAttempt>>
+    /\ UNCHANGED <<now, gen, nextAttempt, waitq>>
 
 (* The last lease of a closing binding ends and leaves the binding bound, *)
 (* closing, with no lease.                                                 *)
@@ -195,7 +208,7 @@ BugEndLeaseKeepsClosing(r, refresh) ==
                 ELSE [table EXCEPT ![k].leases = @ - 1,         \* BUG: closing not honoured
                                    ![k].deadline = IF refresh /\ e.leases = 1 THEN now + TTL ELSE @]
     /\ req' = [req EXCEPT ![r] = IdleReq]
-    /\ UNCHANGED <<now, gen, nextAttempt>>
+    /\ UNCHANGED <<now, gen, nextAttempt, waitq>>
 
 (* Invalidate through a lease on an older binding version removes the     *)
 (* key's current binding.                                                  *)
@@ -204,14 +217,14 @@ BugInvalidateOldVersion(r) ==
     /\ table' = IF table[req[r].key].st = "Bound"              \* BUG: any version
                 THEN [table EXCEPT ![req[r].key] = AbsentEntry] ELSE table
     /\ req' = [req EXCEPT ![r] = IdleReq]
-    /\ UNCHANGED <<now, gen, nextAttempt>>
+    /\ UNCHANGED <<now, gen, nextAttempt, waitq>>
 
 (* Expires early: an idle binding is reclaimed one tick before its        *)
 (* deadline.                                                               *)
 BugExpireEarly(k) ==
     /\ table[k].st = "Bound" /\ table[k].leases = 0 /\ table[k].deadline <= now + 1  \* BUG: + 1
     /\ table' = [table EXCEPT ![k] = AbsentEntry]
-    /\ UNCHANGED <<now, gen, nextAttempt, req>>
+    /\ UNCHANGED <<now, gen, nextAttempt, req, waitq>>
 
 (* A DefinitelyNotAccepted rollback re-arms the reservation's deadline    *)
 (* (the landed core did this): a target that keeps answering              *)
@@ -227,13 +240,14 @@ BugCompleteRearmsReservation(r, o) ==
                    /\ table' = [table EXCEPT ![k] = BoundEntry(e.attempt, e.target, e.tgen, 1, now + TTL)]
                    /\ req' = [req EXCEPT ![r] = ReqAt("Holding", k, e.attempt)]
               [] o = "DefinitelyNotAccepted" /\ e.st = "Dispatching" ->  \* BUG: re-armed
-                   /\ table' = [table EXCEPT ![k] = ReservedEntry(r, now + InitTimeout)]
+                   /\ table' = [table EXCEPT ![k] = ReservedEntry(r, now + ReserveTimeout)]
                    /\ req' = [req EXCEPT ![r] = ReqAt("Reserved", k, 0)]
               [] o = "DefinitelyNotAccepted" ->
                    /\ table' = [table EXCEPT ![k] = AbsentEntry]
                    /\ req' = [req EXCEPT ![r] = IdleReq]
+              [] e.st = "Quarantined" -> LateAmbiguous(r)
               [] OTHER -> QuarantineOf(r)
-    /\ UNCHANGED <<now, gen, nextAttempt>>
+    /\ UNCHANGED <<now, gen, nextAttempt, waitq>>
 
 (* Room is never there: nothing is ever reserved, so nothing is bound and *)
 (* every property about bindings would hold vacuously.                    *)
@@ -244,17 +258,93 @@ BugRoomNever(k) == FALSE
 BugRoomPerKeyCount(k) ==
     \A j \in Keys \ {k} : Cardinality({i \in {j} : Occupies(table[i])}) < Capacity
 
-(* Waiters under weak fairness only: a waiter whose key is free only now  *)
-(* and then may starve, so WaitersReturn must fail.                        *)
 (* No fairness for the system's own actions: nothing makes the reaper run  *)
 (* or a timeout fire, so an expired binding may stay forever.              *)
 BugNoSystemFairness == TRUE
 
-BugWeakWaiterFairness ==
-    \A r \in Requests :
-        /\ WF_vars(Cancel(r) \/ \E t \in Targets : BeginDispatch(r, t))
-        /\ WF_vars(req[r].pc = "Dispatching" /\ \E o \in Outcomes : Complete(r, o))
-        /\ WF_vars(req[r].pc = "Waiting" /\ Acquire(r, req[r].key))
+(* No hand-off (the landed core's broadcast wake-up): a freed key goes to *)
+(* whoever asks first, a newcomer or any waiter. A waiter whose key is    *)
+(* free only now and then may starve under weak fairness: WaitersReturn   *)
+(* must fail.                                                              *)
+BugAcquireNoHandOff(r, k) ==
+    LET e == table[k] IN
+    /\ \/ req[r].pc = "Idle"
+       \/ req[r].pc = "Waiting" /\ req[r].key = k /\ ~Initializing(e)   \* BUG: any waiter
+    /\ CASE LiveBound(e) ->
+              /\ table' = [table EXCEPT ![k].leases = @ + 1]
+              /\ req' = [req EXCEPT ![r] = ReqAt("Holding", k, e.attempt)]
+              /\ Leaves(r, k)
+         [] Initializing(e) ->                              \* BUG: newcomers do not queue
+              /\ table' = table
+              /\ req' = [req EXCEPT ![r] = ReqAt("Waiting", k, 0)]
+              /\ Joins(r, k)
+         [] LiveQuarantine(e) ->
+              /\ table' = table
+              /\ req' = [req EXCEPT ![r] = IdleReq]
+              /\ Leaves(r, k)
+         [] OTHER ->
+              /\ IF Room(k)
+                 THEN /\ table' = [table EXCEPT ![k] = ReservedEntry(r, now + ReserveTimeout)]
+                      /\ req' = [req EXCEPT ![r] = ReqAt("Reserved", k, 0)]
+                 ELSE /\ table' = table
+                      /\ req' = [req EXCEPT ![r] = IdleReq]
+              /\ Leaves(r, k)
+    /\ UNCHANGED <<now, gen, nextAttempt>>
+
+(* Any waiter may take a freed key, not only the longest one (newcomers    *)
+(* still queue): waiters are served out of order.                          *)
+BugAcquireAnyWaiter(r, k) ==
+    LET e == table[k] IN
+    /\ \/ req[r].pc = "Idle"
+       \/ req[r].pc = "Waiting" /\ req[r].key = k /\ ~Initializing(e)   \* BUG: not only the head
+    /\ CASE LiveBound(e) ->
+              /\ table' = [table EXCEPT ![k].leases = @ + 1]
+              /\ req' = [req EXCEPT ![r] = ReqAt("Holding", k, e.attempt)]
+              /\ Leaves(r, k)
+         [] Initializing(e) \/ (Free(e) /\ req[r].pc = "Idle" /\ waitq[k] # <<>>) ->
+              /\ table' = table
+              /\ req' = [req EXCEPT ![r] = ReqAt("Waiting", k, 0)]
+              /\ Joins(r, k)
+         [] LiveQuarantine(e) ->
+              /\ table' = table
+              /\ req' = [req EXCEPT ![r] = IdleReq]
+              /\ Leaves(r, k)
+         [] OTHER ->
+              /\ IF Room(k)
+                 THEN /\ table' = [table EXCEPT ![k] = ReservedEntry(r, now + ReserveTimeout)]
+                      /\ req' = [req EXCEPT ![r] = ReqAt("Reserved", k, 0)]
+                 ELSE /\ table' = table
+                      /\ req' = [req EXCEPT ![r] = IdleReq]
+              /\ Leaves(r, k)
+    /\ UNCHANGED <<now, gen, nextAttempt>>
+
+(* A quarantine expires one tick before its QuarantineTTL has passed.     *)
+BugQuarantineExpireEarly(k) ==
+    /\ table[k].st = "Quarantined" /\ table[k].deadline <= now + 1   \* BUG: + 1
+    /\ table' = [table EXCEPT ![k] = AbsentEntry]
+    /\ UNCHANGED <<now, gen, nextAttempt, req, waitq>>
+
+(* A quarantine never expires: only a settlement or a generation bump     *)
+(* ends it, so a client that makes requests time out can fill the table. *)
+BugQuarantineNeverExpires(k) == FALSE
+
+(* DropStale drops every quarantine of a target that was ever bumped,    *)
+(* comparing with the first generation instead of the attempt's.          *)
+BugDropStaleQuarantineAnyGen(k) ==
+    /\ \/ Stale(table[k])
+       \/ table[k].st = "Quarantined" /\ gen[table[k].target] # 1      \* BUG
+    /\ table' = [table EXCEPT ![k] = AbsentEntry]
+    /\ UNCHANGED <<now, gen, nextAttempt, req, waitq>>
+
+(* One timeout for both phases: a reservation times out after the         *)
+(* dispatch timeout (what a single InitTimeout amounts to when the two     *)
+(* differ).                                                                *)
+BugReservationTimeoutUsesDispatchTimeout(k) ==
+    LET e == table[k] IN
+    /\ e.st = "Reserved" /\ e.rdeadline - ReserveTimeout + DispatchTimeLimit <= now  \* BUG
+    /\ table' = [table EXCEPT ![k] = AbsentEntry]
+    /\ req' = [req EXCEPT ![e.holder].pc = "Revoked"]
+    /\ UNCHANGED <<now, gen, nextAttempt, waitq>>
 -----------------------------------------------------------------------------
 (* Witnesses. Each says that an interesting situation never happens; its   *)
 (* MCWitness*.cfg must report it violated, which shows that the constants  *)
@@ -284,6 +374,22 @@ NeverReleaseOnOldVersion ==
 (* A deadline fires at the clock's last value (the latest time Advance    *)
 (* can reach, so deadlines are still representable).                     *)
 NeverDeadlineAtClockEnd ==
-    [][~(now = MaxClock - Max(TTL, InitTimeout)
-         /\ step'.act \in {"Expire", "ReservationTimeout", "DispatchTimeout"})]_allvars
+    [][~(now = MaxClock - MaxDelay
+         /\ step'.act \in {"Expire", "ReservationTimeout", "DispatchTimeout", "QuarantineExpire"})]_allvars
+
+(* A quarantine ends because its QuarantineTTL passed.                     *)
+NeverQuarantineExpires == [][step'.act # "QuarantineExpire"]_allvars
+
+(* A quarantine is dropped because its target's generation moved on.     *)
+NeverStaleQuarantineDropped ==
+    [][~(step'.act = "DropStale" /\ table[step'.k].st = "Quarantined")]_allvars
+
+(* A newcomer queues behind a waiter on a key that is free: the hand-off  *)
+(* to the longest waiter is exercised.                                     *)
+NeverQueuesOnFreeKey ==
+    [][~(/\ step'.act = "Acquire" /\ req[step'.r].pc = "Idle"
+         /\ req'[step'.r].pc = "Waiting" /\ Free(table[step'.k]))]_allvars
+
+(* Two requests wait on one key at once.                                   *)
+NeverTwoWaiters == \A k \in Keys : Len(waitq[k]) < 2
 =============================================================================

@@ -6,14 +6,16 @@
 (* provisional target under a fresh attempt id and that target's           *)
 (* generation, and learns an outcome: Accepted commits the binding,        *)
 (* DefinitelyNotAccepted rolls back to the reservation, Ambiguous          *)
-(* quarantines the key until a late result or a fenced Resolve settles it. *)
-(* Bindings carry leases and an idle deadline, are fenced by the target's  *)
-(* generation and close at the session's final request.                    *)
+(* quarantines the key until a late result or a fenced Resolve settles it, *)
+(* its target's generation moves on, or its QuarantineTTL passes. Waiters  *)
+(* queue: a freed key goes to the longest waiter. Bindings carry leases    *)
+(* and an idle deadline, are fenced by the target's generation and close   *)
+(* at the session's final request.                                         *)
 (*                                                                         *)
 (* The Go model in model/ mirrors this module action for action, with the  *)
 (* same names; CI compares the two state spaces (see README.md here).      *)
 (***************************************************************************)
-EXTENDS Naturals, FiniteSets
+EXTENDS Naturals, FiniteSets, Sequences
 
 CONSTANTS
     Keys,          \* session keys
@@ -25,11 +27,14 @@ CONSTANTS
     MaxGen,        \* generations of a target range over 1..MaxGen
     Capacity,      \* the table holds at most Capacity live entries
     TTL,           \* idle time-to-live of a binding
-    InitTimeout,   \* how long a reservation or a dispatch may take
+    ReserveTimeout,  \* how long a reservation may take to dispatch (across retries)
+    DispatchTimeLimit, \* how long one dispatch may take to learn its outcome
+    QuarantineTTL, \* how long an unsettled (ambiguous) attempt blocks its key
     MaxClock,      \* the largest instant the clock can represent
     MaxAttempt     \* bound on dispatch attempts (model checking only)
 
-ASSUME /\ Capacity \in Nat /\ TTL \in Nat \ {0} /\ InitTimeout \in Nat \ {0}
+ASSUME /\ Capacity \in Nat /\ TTL \in Nat \ {0}
+       /\ ReserveTimeout \in Nat \ {0} /\ DispatchTimeLimit \in Nat \ {0} /\ QuarantineTTL \in Nat \ {0}
        /\ MaxGen \in Nat \ {0} /\ MaxClock \in Nat /\ MaxAttempt \in Nat
 
 VARIABLES
@@ -38,10 +43,11 @@ VARIABLES
     nextAttempt,  \* the next fresh attempt id (ids are never reused)
     table,        \* key -> entry
     req,          \* request -> what the request holds
+    waitq,        \* key -> its waiting requests, longest waiter first
     since,        \* ghost: key -> when its current initialization began (0 if none)
     step          \* ghost: the label of the step just taken (see Next)
 
-vars == <<now, gen, nextAttempt, table, req>>
+vars == <<now, gen, nextAttempt, table, req, waitq>>
 
 (* The ghost `step` records what happened, for the properties: which       *)
 (* action, by whom, with which arguments (the outcome a target reported,   *)
@@ -50,8 +56,9 @@ vars == <<now, gen, nextAttempt, table, req>>
 (* cannot change it, and no action reads it. It is not part of the        *)
 (* protocol's state: `View` leaves it out, so TLC and the Go model count   *)
 (* and compare the same states.                                            *)
-(* The ghost `since` records when each key's current initialization (its  *)
-(* reservation, dispatches and rollbacks) began, also set in Next; it is   *)
+(* The ghost `since` records when each key's current phase began, also    *)
+(* set in Next: its initialization (its reservation, dispatches and        *)
+(* rollbacks), or its quarantine. It is                                    *)
 (* part of the view, but a function of the protocol's state whenever the   *)
 (* protocol is right, so it adds no states to the correct configs.         *)
 allvars == <<vars, since, step>>
@@ -74,8 +81,8 @@ ReservedEntry(r, d) ==
 DispatchingEntry(r, a, t, g, d, rd) ==
     [AbsentEntry EXCEPT !.st = "Dispatching", !.holder = r, !.attempt = a,
                         !.target = t, !.tgen = g, !.deadline = d, !.rdeadline = rd]
-QuarantinedEntry(a, t, g) ==
-    [AbsentEntry EXCEPT !.st = "Quarantined", !.attempt = a, !.target = t, !.tgen = g]
+QuarantinedEntry(a, t, g, d) ==
+    [AbsentEntry EXCEPT !.st = "Quarantined", !.attempt = a, !.target = t, !.tgen = g, !.deadline = d]
 BoundEntry(a, t, g, n, d) ==
     [AbsentEntry EXCEPT !.st = "Bound", !.attempt = a, !.target = t, !.tgen = g,
                         !.leases = n, !.deadline = d]
@@ -87,11 +94,24 @@ IdleReq == [pc |-> "Idle", key |-> NoKey, attempt |-> 0]
 ReqAt(pc, k, a) == [pc |-> pc, key |-> k, attempt |-> a]
 
 (* A Bound entry is expired when idle past its deadline and stale when its *)
-(* target's generation moved on. Both count as absent.                     *)
+(* target's generation moved on. Both count as absent. So does a           *)
+(* quarantine that is over: its QuarantineTTL passed (its deadline), or     *)
+(* its target's generation moved on (the binding it could still produce    *)
+(* would be stale at birth).                                               *)
 Expired(e) == e.st = "Bound" /\ e.leases = 0 /\ e.deadline <= now
 Stale(e) == e.st = "Bound" /\ gen[e.target] # e.tgen
 LiveBound(e) == e.st = "Bound" /\ ~Expired(e) /\ ~Stale(e)
-Occupies(e) == e.st \in {"Reserved", "Dispatching", "Quarantined"} \/ LiveBound(e)
+QuarantineDue(e) == e.st = "Quarantined" /\ e.deadline <= now
+StaleQuarantine(e) == e.st = "Quarantined" /\ gen[e.target] # e.tgen
+LiveQuarantine(e) == e.st = "Quarantined" /\ ~QuarantineDue(e) /\ ~StaleQuarantine(e)
+Initializing(e) == e.st \in {"Reserved", "Dispatching"}
+(* When a dispatch's attempt becomes ambiguous (an Ambiguous report or its *)
+(* timeout): now, or its deadline if that has passed. A quarantine holds   *)
+(* for QuarantineTTL from then, however late the timeout is applied.       *)
+Began(e) == IF e.st = "Dispatching" /\ e.deadline <= now THEN e.deadline ELSE now
+Occupies(e) == Initializing(e) \/ LiveQuarantine(e) \/ LiveBound(e)
+(* A free key: nothing live holds it, so the next Acquire may reserve it.  *)
+Free(e) == ~Occupies(e)
 Room(k) == Cardinality({j \in Keys \ {k} : Occupies(table[j])}) < Capacity
 
 Label(act, r, k, t, a, g, o, time) ==
@@ -103,31 +123,45 @@ Init ==
     /\ nextAttempt = 1
     /\ table = [k \in Keys |-> AbsentEntry]
     /\ req = [r \in Requests |-> IdleReq]
+    /\ waitq = [k \in Keys |-> <<>>]
     /\ since = [k \in Keys |-> 0]
     /\ step = Label("Init", NoReq, NoKey, NoTarget, 0, 0, "None", 0)
 
 -----------------------------------------------------------------------------
+(* The waiters of a key queue in arrival order. A waiter leaves the queue *)
+(* when it returns; a freed key belongs to the longest waiter (the head): *)
+(* only it may reserve the key, and a newcomer queues behind it. So a     *)
+(* waiter is never overtaken, and weak fairness is enough for it to       *)
+(* return (WaitersReturn).                                                *)
+Leaves(r, k) == waitq' = [waitq EXCEPT ![k] = SelectSeq(@, LAMBDA x : x # r)]
+Joins(r, k) == waitq' = [waitq EXCEPT ![k] = Append(@, r)]
+
 (* Acquire(r, k): an idle request asks for key k, or a waiter on k asks     *)
-(* again after k changed.                                                   *)
+(* again after k changed (a freed key: only the longest waiter).            *)
 Acquire(r, k) ==
     LET e == table[k] IN
     /\ \/ req[r].pc = "Idle"
-       \/ req[r].pc = "Waiting" /\ req[r].key = k /\ e.st \notin {"Reserved", "Dispatching"}
+       \/ /\ req[r].pc = "Waiting" /\ req[r].key = k /\ ~Initializing(e)
+          /\ Free(e) => Head(waitq[k]) = r
     /\ CASE LiveBound(e) ->                                  \* hit: take a lease
               /\ table' = [table EXCEPT ![k].leases = @ + 1]
               /\ req' = [req EXCEPT ![r] = ReqAt("Holding", k, e.attempt)]
-         [] e.st \in {"Reserved", "Dispatching"} ->          \* someone initializes: wait
-              /\ table' = table
-              /\ req' = [req EXCEPT ![r] = ReqAt("Waiting", k, 0)]
-         [] e.st = "Quarantined" ->                          \* Ambiguous error
+              /\ Leaves(r, k)
+         [] Initializing(e) \/ (Free(e) /\ req[r].pc = "Idle" /\ waitq[k] # <<>>) ->
+              /\ table' = table                              \* someone initializes, or
+              /\ req' = [req EXCEPT ![r] = ReqAt("Waiting", k, 0)] \* waiters are ahead: wait
+              /\ Joins(r, k)
+         [] LiveQuarantine(e) ->                             \* Ambiguous error
               /\ table' = table
               /\ req' = [req EXCEPT ![r] = IdleReq]
-         [] OTHER ->                                         \* absent, expired or stale
-              IF Room(k)
-              THEN /\ table' = [table EXCEPT ![k] = ReservedEntry(r, now + InitTimeout)]
-                   /\ req' = [req EXCEPT ![r] = ReqAt("Reserved", k, 0)]
-              ELSE /\ table' = table                         \* Capacity error
-                   /\ req' = [req EXCEPT ![r] = IdleReq]
+              /\ Leaves(r, k)
+         [] OTHER ->                                         \* absent, expired, stale or over
+              /\ IF Room(k)
+                 THEN /\ table' = [table EXCEPT ![k] = ReservedEntry(r, now + ReserveTimeout)]
+                      /\ req' = [req EXCEPT ![r] = ReqAt("Reserved", k, 0)]
+                 ELSE /\ table' = table                      \* Capacity error
+                      /\ req' = [req EXCEPT ![r] = IdleReq]
+              /\ Leaves(r, k)
     /\ UNCHANGED <<now, gen, nextAttempt>>
 
 HoldsReservation(r) ==
@@ -141,11 +175,12 @@ Cancel(r) ==
                 THEN [table EXCEPT ![req[r].key] = AbsentEntry]
                 ELSE table
     /\ req' = [req EXCEPT ![r] = IdleReq]
-    /\ UNCHANGED <<now, gen, nextAttempt>>
+    /\ UNCHANGED <<now, gen, nextAttempt, waitq>>
 
 (* BeginDispatch(r, t): dispatch to t under a fresh attempt id and t's     *)
 (* current generation, before the reservation's deadline (past it, the     *)
-(* reservation is due to time out). The dispatch has InitTimeout to end.   *)
+(* reservation is due to time out). The dispatch has DispatchTimeLimit to *)
+(* learn its outcome.                                                      *)
 BeginDispatch(r, t) ==
     LET k == req[r].key IN
     /\ req[r].pc \in {"Reserved", "Revoked"}
@@ -153,19 +188,20 @@ BeginDispatch(r, t) ==
        THEN /\ now < table[k].deadline
             /\ nextAttempt \in Attempts
             /\ table' = [table EXCEPT ![k] =
-                    DispatchingEntry(r, nextAttempt, t, gen[t], now + InitTimeout, table[k].rdeadline)]
+                    DispatchingEntry(r, nextAttempt, t, gen[t], now + DispatchTimeLimit, table[k].rdeadline)]
             /\ req' = [req EXCEPT ![r] = ReqAt("Dispatching", k, nextAttempt)]
             /\ nextAttempt' = nextAttempt + 1
        ELSE /\ table' = table                                \* reservation lost
             /\ req' = [req EXCEPT ![r] = IdleReq]
             /\ UNCHANGED nextAttempt
-    /\ UNCHANGED <<now, gen>>
+    /\ UNCHANGED <<now, gen, waitq>>
 
 (* The attempt a dispatch guard names is current while its key is still   *)
-(* Dispatching or Quarantined under that attempt.                          *)
+(* Dispatching, or Quarantined and the quarantine is not over, under that *)
+(* attempt.                                                                *)
 CurrentAttempt(r) ==
     LET e == table[req[r].key] IN
-    e.st \in {"Dispatching", "Quarantined"} /\ e.attempt = req[r].attempt
+    (e.st = "Dispatching" \/ LiveQuarantine(e)) /\ e.attempt = req[r].attempt
 
 (* Complete(r, o): the dispatcher learns outcome o. A stale attempt is      *)
 (* fenced; a late result settles a quarantined attempt.                     *)
@@ -185,22 +221,27 @@ Complete(r, o) ==
               [] o = "DefinitelyNotAccepted" ->              \* late: settles to absent
                    /\ table' = [table EXCEPT ![k] = AbsentEntry]
                    /\ req' = [req EXCEPT ![r] = IdleReq]
-              [] OTHER ->                                    \* Ambiguous: quarantine
-                   /\ table' = [table EXCEPT ![k] = QuarantinedEntry(e.attempt, e.target, e.tgen)]
+              [] e.st = "Quarantined" ->                     \* late Ambiguous: changes nothing
+                   /\ table' = table
                    /\ req' = [req EXCEPT ![r] = IdleReq]
-    /\ UNCHANGED <<now, gen, nextAttempt>>
+              [] OTHER ->                                    \* Ambiguous: quarantine
+                   /\ table' = [table EXCEPT ![k] =
+                          QuarantinedEntry(e.attempt, e.target, e.tgen, Began(e) + QuarantineTTL)]
+                   /\ req' = [req EXCEPT ![r] = IdleReq]
+    /\ UNCHANGED <<now, gen, nextAttempt, waitq>>
 
 (* Resolve(k, a, g, o): settle a quarantined key, fenced by attempt id and *)
-(* generation; a mismatch is rejected and changes nothing.                 *)
+(* generation; a mismatch, or a quarantine that is over, is rejected and   *)
+(* changes nothing.                                                        *)
 Resolve(k, a, g, o) ==
     LET e == table[k] IN
     /\ e.st = "Quarantined"
-    /\ table' = IF a = e.attempt /\ g = e.tgen
+    /\ table' = IF LiveQuarantine(e) /\ a = e.attempt /\ g = e.tgen
                 THEN [table EXCEPT ![k] = IF o = "Accepted"
                                           THEN BoundEntry(a, e.target, g, 0, now + TTL)
                                           ELSE AbsentEntry]
                 ELSE table
-    /\ UNCHANGED <<now, gen, nextAttempt, req>>
+    /\ UNCHANGED <<now, gen, nextAttempt, req, waitq>>
 
 HoldsLease(r) ==
     LET e == table[req[r].key] IN e.st = "Bound" /\ e.attempt = req[r].attempt
@@ -218,7 +259,7 @@ EndLease(r, refresh) ==
                                    ![k].deadline = IF refresh /\ e.leases = 1
                                                    THEN now + TTL ELSE @]
     /\ req' = [req EXCEPT ![r] = IdleReq]
-    /\ UNCHANGED <<now, gen, nextAttempt>>
+    /\ UNCHANGED <<now, gen, nextAttempt, waitq>>
 
 Release(r) == EndLease(r, TRUE)
 Abandon(r) == EndLease(r, FALSE)
@@ -229,7 +270,7 @@ Invalidate(r) ==
     /\ IF HoldsLease(r)
        THEN /\ table' = [table EXCEPT ![req[r].key] = AbsentEntry]
             /\ req' = [req EXCEPT ![r] = IdleReq]
-            /\ UNCHANGED <<now, gen, nextAttempt>>
+            /\ UNCHANGED <<now, gen, nextAttempt, waitq>>
        ELSE Release(r)
 
 (* Close(r): the session's final request. The binding is removed when its *)
@@ -243,26 +284,35 @@ Close(r) ==
                 THEN [table EXCEPT ![k] = AbsentEntry]
                 ELSE [table EXCEPT ![k].leases = @ - 1, ![k].closing = TRUE]
     /\ req' = [req EXCEPT ![r] = IdleReq]
-    /\ UNCHANGED <<now, gen, nextAttempt>>
+    /\ UNCHANGED <<now, gen, nextAttempt, waitq>>
 
 InvalidateKey(k) ==
     /\ table[k].st = "Bound"
     /\ table' = [table EXCEPT ![k] = AbsentEntry]
-    /\ UNCHANGED <<now, gen, nextAttempt, req>>
+    /\ UNCHANGED <<now, gen, nextAttempt, req, waitq>>
 
 (* Expire(k): an idle binding past its deadline is reclaimed (lazily on   *)
 (* access and by the reaper).                                             *)
 Expire(k) ==
     /\ Expired(table[k])
     /\ table' = [table EXCEPT ![k] = AbsentEntry]
-    /\ UNCHANGED <<now, gen, nextAttempt, req>>
+    /\ UNCHANGED <<now, gen, nextAttempt, req, waitq>>
 
 (* DropStale(k): a binding whose target's generation moved on is removed, *)
-(* leases or not (the reaper's eager half of the generation fence).       *)
+(* leases or not (the reaper's eager half of the generation fence), and   *)
+(* so is a quarantine whose target's generation moved on.                 *)
 DropStale(k) ==
-    /\ Stale(table[k])
+    /\ Stale(table[k]) \/ StaleQuarantine(table[k])
     /\ table' = [table EXCEPT ![k] = AbsentEntry]
-    /\ UNCHANGED <<now, gen, nextAttempt, req>>
+    /\ UNCHANGED <<now, gen, nextAttempt, req, waitq>>
+
+(* QuarantineExpire(k): a quarantine past its QuarantineTTL ends: the key *)
+(* is absent (the operator's bound on how long a possibly-accepted request *)
+(* may block a replay). The late guard, if any, is fenced from then on.   *)
+QuarantineExpire(k) ==
+    /\ QuarantineDue(table[k])
+    /\ table' = [table EXCEPT ![k] = AbsentEntry]
+    /\ UNCHANGED <<now, gen, nextAttempt, req, waitq>>
 
 (* ReservationTimeout(k): reserved too long -> absent; the holder's       *)
 (* reservation is revoked.                                                *)
@@ -271,42 +321,48 @@ ReservationTimeout(k) ==
     /\ e.st = "Reserved" /\ e.deadline <= now
     /\ table' = [table EXCEPT ![k] = AbsentEntry]
     /\ req' = [req EXCEPT ![e.holder].pc = "Revoked"]
-    /\ UNCHANGED <<now, gen, nextAttempt>>
+    /\ UNCHANGED <<now, gen, nextAttempt, waitq>>
 
 (* DispatchTimeout(k): dispatching too long -> quarantined; the guard is  *)
-(* now late and may still deliver the real result.                        *)
+(* now late and may still deliver the real result. The quarantine's       *)
+(* QuarantineTTL counts from the dispatch's deadline (Began), however late *)
+(* the timeout is applied (lazily on access, or by the reaper).           *)
 DispatchTimeout(k) ==
     LET e == table[k] IN
     /\ e.st = "Dispatching" /\ e.deadline <= now
-    /\ table' = [table EXCEPT ![k] = QuarantinedEntry(e.attempt, e.target, e.tgen)]
+    /\ table' = [table EXCEPT ![k] = QuarantinedEntry(e.attempt, e.target, e.tgen, Began(e) + QuarantineTTL)]
     /\ req' = [req EXCEPT ![e.holder].pc = "Late"]
-    /\ UNCHANGED <<now, gen, nextAttempt>>
+    /\ UNCHANGED <<now, gen, nextAttempt, waitq>>
 
 (* Bump(t): target t left or rejoined; its generation moves on.           *)
 Bump(t) ==
     /\ gen[t] < MaxGen
     /\ gen' = [gen EXCEPT ![t] = @ + 1]
-    /\ UNCHANGED <<now, nextAttempt, table, req>>
+    /\ UNCHANGED <<now, nextAttempt, table, req, waitq>>
 
 (* Advance(t): the clock moves forward to t. Going backwards, or to a time *)
 (* whose deadlines would not be representable, is rejected.               *)
+MaxDelay == Max(Max(TTL, QuarantineTTL), Max(ReserveTimeout, DispatchTimeLimit))
 Advance(t) ==
     /\ t > now
-    /\ t + Max(TTL, InitTimeout) <= MaxClock
+    /\ t + MaxDelay <= MaxClock
     /\ now' = t
-    /\ UNCHANGED <<gen, nextAttempt, table, req>>
+    /\ UNCHANGED <<gen, nextAttempt, table, req, waitq>>
 
 (* Each disjunct takes one action and records its label in `step`.       *)
 Did(act, r, k, t, a, g, o, time) == step' = Label(act, r, k, t, a, g, o, time)
 ByReq(act, r) == Did(act, r, NoKey, NoTarget, 0, 0, "None", 0)
 OnKey(act, k) == Did(act, NoReq, k, NoTarget, 0, 0, "None", 0)
 
-(* since: a key that starts initializing (reserved from any other state)  *)
-(* records the time; one that stops forgets it.                           *)
-Initializing(e) == e.st \in {"Reserved", "Dispatching"}
+(* since: a key that starts a phase (initializing: reserved from any     *)
+(* other state; quarantined) records the time; one that ends it forgets.  *)
+(* A quarantine begins when its attempt became ambiguous (Began).          *)
+Phase(e) == IF e.st \in {"Reserved", "Dispatching"} THEN "Init"
+            ELSE IF e.st = "Quarantined" THEN "Quarantine" ELSE "None"
 TrackSince ==
-    since' = [k \in Keys |-> IF ~Initializing(table'[k]) THEN 0
-                             ELSE IF Initializing(table[k]) THEN since[k] ELSE now]
+    since' = [k \in Keys |-> IF Phase(table'[k]) = "None" THEN 0
+                             ELSE IF Phase(table[k]) = Phase(table'[k]) THEN since[k]
+                             ELSE Began(table[k])]
 
 Next ==
     \/ \E r \in Requests, k \in Keys : Acquire(r, k) /\ Did("Acquire", r, k, NoTarget, 0, 0, "None", 0)
@@ -321,19 +377,21 @@ Next ==
     \/ \E k \in Keys : InvalidateKey(k) /\ OnKey("InvalidateKey", k)
     \/ \E k \in Keys : Expire(k) /\ OnKey("Expire", k)
     \/ \E k \in Keys : DropStale(k) /\ OnKey("DropStale", k)
+    \/ \E k \in Keys : QuarantineExpire(k) /\ OnKey("QuarantineExpire", k)
     \/ \E k \in Keys : ReservationTimeout(k) /\ OnKey("ReservationTimeout", k)
     \/ \E k \in Keys : DispatchTimeout(k) /\ OnKey("DispatchTimeout", k)
     \/ \E t \in Targets : Bump(t) /\ Did("Bump", NoReq, NoKey, t, 0, 0, "None", 0)
     \/ \E t \in 0..MaxClock : Advance(t) /\ Did("Advance", NoReq, NoKey, NoTarget, 0, 0, "None", t)
 
 (* Fairness of the clients: a holder of a reservation or a dispatch guard  *)
-(* eventually acts on it; a waiter whose key keeps becoming free           *)
-(* eventually retries.                                                      *)
+(* eventually acts on it; a waiter that can retry, and stays able to,      *)
+(* eventually retries. Weak fairness is enough: a freed key waits for its  *)
+(* longest waiter, so once a waiter's turn comes its retry stays enabled.  *)
 ClientFairness ==
     \A r \in Requests :
         /\ WF_vars(Cancel(r) \/ \E t \in Targets : BeginDispatch(r, t))
         /\ WF_vars(req[r].pc = "Dispatching" /\ \E o \in Outcomes : Complete(r, o))
-        /\ SF_vars(req[r].pc = "Waiting" /\ Acquire(r, req[r].key))
+        /\ WF_vars(req[r].pc = "Waiting" /\ Acquire(r, req[r].key))
 
 (* Fairness of the system's own actions: the clock moves on while it can, *)
 (* timeouts fire, and the reaper reclaims what expired. (The clock is     *)
@@ -342,6 +400,7 @@ SystemFairness ==
     /\ \A k \in Keys :
          /\ WF_vars(Expire(k)) /\ WF_vars(DropStale(k))
          /\ WF_vars(ReservationTimeout(k)) /\ WF_vars(DispatchTimeout(k))
+         /\ WF_vars(QuarantineExpire(k))
     /\ WF_vars(\E t \in 0..MaxClock : Advance(t))
 
 Fairness == ClientFairness /\ SystemFairness
@@ -359,9 +418,15 @@ Spec == Init /\ [][Next /\ TrackSince]_allvars /\ Fairness
 IsLive(e) == e.st = "Bound" /\ gen[e.target] = e.tgen /\ ~(e.leases = 0 /\ e.deadline <= now)
 (* An attempt is in flight or quarantined: not yet settled.                *)
 InFlight(e) == e.st \in {"Dispatching", "Quarantined"}
-(* An entry takes one of the table's places.                               *)
-TakesPlace(e) == e.st \in {"Reserved", "Dispatching", "Quarantined"} \/ IsLive(e)
-PlacesTaken(S) == Cardinality({j \in S : TakesPlace(table[j])})
+(* Key k's quarantine still holds: its target is at the attempt's         *)
+(* generation and QuarantineTTL has not passed since it began (`since`).  *)
+QuarantineHolds(k) ==
+    /\ table[k].st = "Quarantined" /\ gen[table[k].target] = table[k].tgen
+    /\ now < since[k] + QuarantineTTL
+(* Key k takes one of the table's places.                                  *)
+TakesPlace(k) ==
+    table[k].st \in {"Reserved", "Dispatching"} \/ QuarantineHolds(k) \/ IsLive(table[k])
+PlacesTaken(S) == Cardinality({j \in S : TakesPlace(j)})
 (* Request r's dispatch guard names its key's unsettled attempt.           *)
 GuardIsCurrent(r) ==
     InFlight(table[req[r].key]) /\ table[req[r].key].attempt = req[r].attempt
@@ -409,6 +474,14 @@ OneInitializer ==
             /\ req[table[k].holder].key = k
             /\ req[table[k].holder].pc = table[k].st
 
+(* The wait queues hold exactly the waiting requests, each once, on the   *)
+(* key it waits for.                                                       *)
+WaitQueuesMatchWaiters ==
+    \A k \in Keys :
+        /\ \A i, j \in 1..Len(waitq[k]) : i # j => waitq[k][i] # waitq[k][j]
+        /\ {waitq[k][i] : i \in 1..Len(waitq[k])} =
+              {r \in Requests : req[r].pc = "Waiting" /\ req[r].key = k}
+
 (* Leases are never negative and equal the outstanding lease handles on    *)
 (* the current binding version; other entry states hold no leases.         *)
 LeasesMatchHandles ==
@@ -433,11 +506,13 @@ LeasesReferToBinding ==
 (* expired nor stale) never exceed the table's capacity.                   *)
 WithinCapacity == PlacesTaken(Keys) <= Capacity
 
-(* An initialization ends within twice InitTimeout of its start, however  *)
-(* many times its target answers DefinitelyNotAccepted: every deadline it  *)
-(* carries (reservation or dispatch) is at most since + 2 * InitTimeout.   *)
+(* An initialization ends within ReserveTimeout + DispatchTimeLimit of   *)
+(* its start, however many times its target answers DefinitelyNotAccepted:*)
+(* every deadline it carries (reservation or dispatch) is at most          *)
+(* since + ReserveTimeout + DispatchTimeLimit.                             *)
 InitializationBounded ==
-    \A k \in Keys : Initializing(table[k]) => table[k].deadline <= since[k] + 2 * InitTimeout
+    \A k \in Keys : table[k].st \in {"Reserved", "Dispatching"} =>
+        table[k].deadline <= since[k] + ReserveTimeout + DispatchTimeLimit
 
 (* A closing binding still has a lease: the end of its last lease removes *)
 (* it, so it never lingers, closed, with none.                            *)
@@ -465,11 +540,14 @@ BoundOnlyIfAccepted ==
 
 (* An unsettled attempt stays visible: a dispatching or quarantined key    *)
 (* keeps its attempt (Dispatching or Quarantined) until the attempt is     *)
-(* settled. An Ambiguous report, a timeout or a newcomer never clears it,  *)
+(* settled, or, once quarantined, until its target's generation moves on  *)
+(* or QuarantineTTL has passed since the quarantine began; never before.  *)
+(* An Ambiguous report, a dispatch timeout or a newcomer never clears it,  *)
 (* so nothing is dispatched again while the target may have accepted.     *)
 UnsettledStaysVisible ==
     [][\A k \in Keys : InFlight(table[k]) /\ ~KeepsAttempt(k) =>
-          Settles(k, table[k].attempt)]_allvars
+          \/ Settles(k, table[k].attempt)
+          \/ table[k].st = "Quarantined" /\ ~QuarantineHolds(k)]_allvars
 
 (* A completion or a Resolve that names an attempt (or a generation) that *)
 (* is not the key's unsettled one changes nothing in the table.           *)
@@ -517,21 +595,32 @@ LeasedBindingEndsOnlyByLeaseInvalidationOrGeneration ==
                    \/ table[k].leases = 1 /\ (table[k].closing \/ step'.act = "Close")]_allvars
 
 (* Deadlines are respected: an idle, current binding leaves before its   *)
-(* deadline only by an invalidation, and a reservation or a dispatch      *)
-(* changes before its deadline only by its holder's own step.            *)
+(* deadline only by an invalidation; a reservation or a dispatch changes  *)
+(* before its deadline only by its holder's own step, and a reservation   *)
+(* is taken from its holder no earlier than ReserveTimeout after the key  *)
+(* was reserved (`since`), however often it was dispatched and rolled back.*)
 DeadlinesRespected ==
     [][\A k \in Keys :
           /\ (/\ table[k].st = "Bound" /\ table[k].leases = 0
               /\ gen[table[k].target] = table[k].tgen /\ ~KeepsBinding(k)
               /\ ~(step'.act = "InvalidateKey" /\ step'.k = k)) => table[k].deadline <= now
           /\ (/\ table[k].st \in {"Reserved", "Dispatching"} /\ table'[k] # table[k]
-              /\ step'.r # table[k].holder) => table[k].deadline <= now]_allvars
+              /\ step'.r # table[k].holder) => table[k].deadline <= now
+          /\ (/\ table[k].st = "Reserved" /\ table'[k] # table[k]
+              /\ step'.r # table[k].holder) => now >= since[k] + ReserveTimeout]_allvars
 
 (* A request is refused for capacity only when the other keys take every  *)
 (* place in the table.                                                     *)
 RefusedOnlyWhenFull ==
-    [][(step'.act = "Acquire" /\ req'[step'.r].pc = "Idle" /\ table[step'.k].st # "Quarantined") =>
+    [][(step'.act = "Acquire" /\ req'[step'.r].pc = "Idle" /\ ~QuarantineHolds(step'.k)) =>
           PlacesTaken(Keys \ {step'.k}) >= Capacity]_allvars
+
+(* First come, first served: a key that was not initializing is reserved  *)
+(* only by the request that has waited on it longest, if any waits.       *)
+WaitersServedInOrder ==
+    [][\A k \in Keys :
+          (/\ table[k].st \notin {"Reserved", "Dispatching"} /\ table'[k].st = "Reserved"
+           /\ waitq[k] # <<>>) => step'.r = Head(waitq[k])]_allvars
 
 -----------------------------------------------------------------------------
 (* Liveness under Fairness.                                                *)
@@ -548,5 +637,15 @@ InitPastDeadline(k) ==
     table[k].st \in {"Reserved", "Dispatching"} /\ table[k].deadline <= now
 ExpiredBindingsReclaimed == \A k \in Keys : IdlePastDeadline(k) ~> ~IdlePastDeadline(k)
 TimeoutsFire == \A k \in Keys : InitPastDeadline(k) ~> ~InitPastDeadline(k)
+
+(* A quarantine always ends (settled, dropped when its target's generation *)
+(* moves on, or expired after QuarantineTTL), with no client's help. The  *)
+(* model's clock stops at MaxClock - MaxDelay, so the property is about    *)
+(* the quarantines whose QuarantineTTL ends by then (all of them, when the *)
+(* clock is unbounded).                                                    *)
+QuarantinesEnd ==
+    \A k \in Keys :
+        (table[k].st = "Quarantined" /\ since[k] + QuarantineTTL <= MaxClock - MaxDelay)
+            ~> table[k].st # "Quarantined"
 
 =============================================================================

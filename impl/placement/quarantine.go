@@ -1,0 +1,56 @@
+package placement
+
+import (
+	"sort"
+	"time"
+)
+
+// Quarantine describes one quarantined session: the attempt whose outcome
+// is unknown, which Resolve must name, and how long the quarantine has
+// left. Times are on the coordinator's clock (the manual clock's, or time
+// since New for the runtime clock).
+type Quarantine[T comparable] struct {
+	Key        string
+	Attempt    uint64
+	Target     T
+	Generation uint64
+	// Since is when the attempt became ambiguous: an Ambiguous outcome (or
+	// Drop), or its dispatch deadline when the dispatch timed out.
+	Since time.Duration
+	// Age is how long the session has been quarantined, at the listing.
+	Age time.Duration
+	// Expires is when QuarantineTTL ends the quarantine if nothing settles
+	// it first (Since + QuarantineTTL).
+	Expires time.Duration
+}
+
+// Quarantined lists the quarantined sessions, oldest first, for an
+// operator or a resolver that settles them with Resolve. Quarantines that
+// are over (QuarantineTTL passed, or their target's generation moved on)
+// end as the listing meets them, with their events, and are not listed. It
+// walks the table, locking one entry at a time: O(entries), for tools and
+// monitoring, not per request.
+func (c *Coordinator[T]) Quarantined() []Quarantine[T] {
+	var out []Quarantine[T]
+	now := c.now()
+	c.table.each(func(e *entry[T]) bool {
+		e.mu.Lock()
+		defer e.mu.Unlock()
+		c.timeoutsLocked(e, now)
+		if e.removed || e.st != stQuarantined {
+			return true
+		}
+		since := e.p.deadline - c.quarantineTTL
+		out = append(out, Quarantine[T]{Key: e.key, Attempt: e.p.attempt, Target: e.p.target,
+			Generation: e.p.tgen, Since: time.Duration(since), Age: time.Duration(now - since),
+			Expires: time.Duration(e.p.deadline)})
+		return true
+	})
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Since != out[j].Since {
+			return out[i].Since < out[j].Since
+		}
+		return out[i].Key < out[j].Key
+	})
+	return out
+}

@@ -1,0 +1,202 @@
+package placement
+
+import (
+	"errors"
+	"testing"
+	"time"
+)
+
+// answerWithin returns a waiter's answer, or fails the test when none
+// arrives in time (a lost wake-up fails fast instead of hanging).
+func answerWithin(t *testing.T, ch <-chan waited, what string) waited {
+	t.Helper()
+	select {
+	case w := <-ch:
+		return w
+	case <-time.After(5 * time.Second):
+		t.Fatalf("%s: no answer within 5s (lost wake-up?)", what)
+		return waited{}
+	}
+}
+
+// silentFor fails the test if the waiter answers within d.
+func silentFor(t *testing.T, ch <-chan waited, d time.Duration, what string) {
+	t.Helper()
+	select {
+	case w := <-ch:
+		t.Fatalf("%s: answered early (reservation %v, err %v)", what, w.a.Reservation != nil, w.err)
+	case <-time.After(d):
+	}
+}
+
+func quarantine(t *testing.T, c *Coordinator[target], key string) *Dispatch[target] {
+	t.Helper()
+	d, err := reserve(t, c, key).BeginDispatch(w1, c.Generation(w1))
+	must(t, err)
+	_, err = d.Complete(Ambiguous)
+	must(t, err)
+	return d
+}
+
+// TestContract_QuarantineExpiresAfterTTL: a quarantine holds for exactly
+// QuarantineTTL (one nanosecond before, still Ambiguous; at it, absent with
+// its own event), and then frees its slot and fences the late result.
+func TestContract_QuarantineExpiresAfterTTL(t *testing.T) {
+	rec := &recorder{}
+	c, clk := manual(t, func(c *Config) {
+		c.QuarantineTTL, c.MaxEntries, c.Observer = 30*time.Second, 1, rec.observe
+	})
+	must(t, clk.Advance(time.Second))
+	d := quarantine(t, c, "q")
+	must(t, clk.Set(31*time.Second-1))
+	var amb *AmbiguousError
+	if _, err := c.TryAcquire("q"); !errors.As(err, &amb) || amb.Attempt != d.Attempt() {
+		t.Fatalf("1ns before QuarantineTTL: %v, want the AmbiguousError", err)
+	}
+	if got := c.Quarantined(); len(got) != 1 || got[0].Key != "q" || got[0].Since != time.Second ||
+		got[0].Age != 30*time.Second-1 || got[0].Expires != 31*time.Second || got[0].Target != w1 {
+		t.Fatalf("Quarantined() = %+v", got)
+	}
+	must(t, clk.Set(31*time.Second))
+	if st := state(t, c, "q").State; st != StateAbsent {
+		t.Fatalf("at QuarantineTTL the key reads %v, want Absent", st)
+	}
+	if k := rec.kinds(); k[len(k)-1] != EventQuarantineExpired {
+		t.Fatalf("events %v, want QuarantineExpired last", k)
+	}
+	if s := c.Stats(); s.QuarantineExpirations != 1 || s.Live != 0 {
+		t.Fatalf("stats %+v", s)
+	}
+	if _, err := d.Complete(Accepted); !errors.Is(err, ErrUsed) {
+		t.Fatalf("the guard was used by Ambiguous: %v", err)
+	}
+	if err := c.Resolve("q", d.Attempt(), d.Generation(), ResolveAccepted); !errors.Is(err, ErrNotQuarantined) {
+		t.Fatalf("Resolve after QuarantineTTL: %v, want ErrNotQuarantined", err)
+	}
+	reserve(t, c, "other") // the slot is free
+}
+
+// TestContract_TimedOutDispatchQuarantineCountsFromItsDeadline: a dispatch
+// timeout applied late (the clock jumped, nothing swept) still ends
+// QuarantineTTL after the dispatch's deadline; a late result before then
+// settles it.
+func TestContract_TimedOutDispatchQuarantineCountsFromItsDeadline(t *testing.T) {
+	c, clk := manual(t, func(c *Config) { c.DispatchTimeout, c.QuarantineTTL = 2*time.Second, 10*time.Second })
+	d, err := reserve(t, c, "q").BeginDispatch(w1, 1)
+	must(t, err)
+	must(t, clk.Set(11*time.Second)) // dispatch due at 2 s; quarantine until 12 s
+	if st := state(t, c, "q").State; st != StateQuarantined {
+		t.Fatalf("at 11 s the key reads %v, want Quarantined", st)
+	}
+	must(t, clk.Set(12*time.Second))
+	if st := state(t, c, "q").State; st != StateAbsent {
+		t.Fatalf("at 12 s the key reads %v, want Absent", st)
+	}
+	if _, err := d.Complete(Accepted); !errors.Is(err, ErrFenced) {
+		t.Fatalf("a late result after QuarantineTTL: %v, want fenced", err)
+	}
+}
+
+// TestContract_QuarantineDroppedWhenGenerationMovesOn: the binding a
+// quarantined attempt could produce would be stale at birth, so a bump of
+// its target ends the quarantine: the next request reserves.
+func TestContract_QuarantineDroppedWhenGenerationMovesOn(t *testing.T) {
+	rec := &recorder{}
+	c, _ := manual(t, func(c *Config) { c.Observer = rec.observe })
+	d := quarantine(t, c, "q")
+	quarantine(t, c, "other") // on w1 too
+	c.BumpGeneration(w2)      // another target: nothing changes
+	if _, err := c.TryAcquire("q"); !errors.Is(err, ErrAmbiguous) {
+		t.Fatalf("after bumping another target: %v, want ErrAmbiguous", err)
+	}
+	c.BumpGeneration(w1)
+	if len(c.Quarantined()) != 0 {
+		t.Fatalf("quarantines of a bumped target are listed: %+v", c.Quarantined())
+	}
+	reserve(t, c, "q")
+	if _, err := d.Complete(Accepted); !errors.Is(err, ErrUsed) {
+		t.Fatalf("guard: %v", err)
+	}
+	if k := rec.kinds(); k[len(k)-1] != EventReserved || k[len(k)-2] != EventRemoved {
+		t.Fatalf("events %v, want ... Removed, Reserved", k)
+	}
+}
+
+// TestContract_TwoTimeouts: the reservation ends at ReserveTimeout (across
+// a rollback), each dispatch at DispatchTimeout of its own start.
+func TestContract_TwoTimeouts(t *testing.T) {
+	c, clk := manual(t, func(c *Config) { c.ReserveTimeout, c.DispatchTimeout = 3*time.Second, 10*time.Second })
+	r := reserve(t, c, "k")
+	must(t, clk.Set(2*time.Second))
+	d, err := r.BeginDispatch(w1, 1)
+	must(t, err)
+	must(t, clk.Set(12*time.Second-1)) // the dispatch is due at 12 s
+	if st := state(t, c, "k").State; st != StateDispatching {
+		t.Fatalf("1ns before DispatchTimeout: %v", st)
+	}
+	_, err = d.Complete(DefinitelyNotAccepted)
+	must(t, err) // rolled back, but the reservation's own deadline (3 s) has passed
+	if _, err := r.BeginDispatch(w1, 1); !errors.Is(err, ErrReservationLost) {
+		t.Fatalf("past ReserveTimeout: %v, want ErrReservationLost", err)
+	}
+
+	r = reserve(t, c, "k2") // at 12 s - 1ns: due at 15 s - 1ns
+	must(t, clk.Set(15*time.Second-2))
+	if _, err := r.BeginDispatch(w1, 1); err != nil {
+		t.Fatalf("1ns before ReserveTimeout: %v", err)
+	}
+	must(t, clk.Set(25*time.Second-2)) // the dispatch is due at 25 s - 2ns
+	if st := state(t, c, "k2").State; st != StateQuarantined {
+		t.Fatalf("at DispatchTimeout: %v, want Quarantined", st)
+	}
+}
+
+// TestContract_WaitersServedInOrder: a freed key is handed to the longest
+// waiter at once: not to a later waiter, and not to a newcomer.
+func TestContract_WaitersServedInOrder(t *testing.T) {
+	c, clk := manual(t)
+	r := reserve(t, c, "s")
+	first := waiter(c, "s")
+	second := waiter(c, "s")
+	must(t, r.Cancel())
+	w := answerWithin(t, first, "the first waiter")
+	if w.err != nil || w.a.Reservation == nil {
+		t.Fatalf("the first waiter got %v, want the reservation", w.err)
+	}
+	if _, err := c.TryAcquire("s"); !errors.Is(err, ErrWouldWait) {
+		t.Fatalf("a newcomer after the hand-off: %v, want ErrWouldWait", err)
+	}
+	silentFor(t, second, 20*time.Millisecond, "the second waiter")
+	// The handed reservation times out: the second waiter is next.
+	must(t, clk.Advance(5*time.Second))
+	w2 := answerWithin(t, second, "the second waiter")
+	if w2.err != nil || w2.a.Reservation == nil {
+		t.Fatalf("the second waiter got %v, want the reservation", w2.err)
+	}
+	if _, err := w.a.Reservation.BeginDispatch(w1, 1); !errors.Is(err, ErrReservationLost) {
+		t.Fatalf("the timed-out reservation: %v", err)
+	}
+	must(t, w2.a.Reservation.Cancel())
+	reserve(t, c, "s") // nobody waits: a newcomer reserves
+}
+
+// TestContract_HandedReservationAnswersEvenIfLost: a waiter handed the key
+// answers with that reservation even if it timed out before the waiter
+// ran (it never acquires twice in one call).
+func TestContract_HandedReservationAnswersEvenIfLost(t *testing.T) {
+	c, clk := manual(t)
+	r := reserve(t, c, "s")
+	got := waiter(c, "s")
+	c.testHoldWaiters.Store(true) // the waiter's goroutine does not run yet
+	must(t, r.Cancel())
+	must(t, clk.Advance(5*time.Second)) // the handed reservation times out
+	reserve(t, c, "s")                  // a newcomer takes the free key
+	c.testHoldWaiters.Store(false)
+	w := answerWithin(t, got, "the waiter")
+	if w.err != nil || w.a.Reservation == nil {
+		t.Fatalf("waiter: %v", w.err)
+	}
+	if err := w.a.Reservation.Cancel(); !errors.Is(err, ErrReservationLost) {
+		t.Fatalf("the handed, timed-out reservation: %v, want ErrReservationLost", err)
+	}
+}
