@@ -54,6 +54,7 @@ func NewSystem(sh Shape, mutate ...func(*placement.Config)) (*System, error) {
 	cfg := placement.Config{
 		IdleTTL: time.Duration(sh.TTL) * Unit, InitTimeout: time.Duration(sh.InitTimeout) * Unit,
 		MaxEntries: sh.Capacity, MaxKeyBytes: 16, Clock: clk,
+		FirstAttempt: 1, // the model's attempt ids count from 1
 	}
 	for _, m := range mutate {
 		m(&cfg)

@@ -2,6 +2,8 @@ package placement
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/binary"
 	"fmt"
 	"math"
 	"sync"
@@ -22,7 +24,7 @@ type Coordinator[T comparable] struct {
 
 	table    *table[T]
 	live     atomic.Int64
-	attempts atomic.Uint64
+	attempts atomic.Uint64 // the last attempt id issued
 	catalog  catalog[T]
 	leases   sync.Pool // *leaseSlot, for leases taken while a cell is busy
 
@@ -68,6 +70,11 @@ func New[T comparable](cfg Config) (*Coordinator[T], error) {
 	c.leases.New = func() any { return &leaseSlot{stripe: stripes.Add(1) % uint64(len(c.stats.sharedHits))} }
 	c.catalog.owner = c
 	c.nextExpiry.Store(math.MaxInt64)
+	first := v.FirstAttempt
+	if first == 0 {
+		first = randomFirstAttempt()
+	}
+	c.attempts.Store(first - 1)
 	if v.Clock != nil {
 		c.manual = v.Clock
 		sub, err := v.Clock.attach(max(c.ttl, c.initTimeout), c.sweep)
@@ -97,6 +104,17 @@ func (c *Coordinator[T]) Close() error {
 		}
 	})
 	return nil
+}
+
+// randomFirstAttempt draws a first attempt id uniformly from
+// [1, MaxFirstAttempt] with crypto/rand.
+func randomFirstAttempt() uint64 {
+	var b [8]byte
+	_, _ = rand.Read(b[:]) // never fails (crypto/rand.Read's contract)
+	if mutant("AttemptsFromOne") {
+		return 1
+	}
+	return binary.LittleEndian.Uint64(b[:])>>1 + 1
 }
 
 // now reads the coordinator's clock: the manual clock, or the runtime's

@@ -33,7 +33,7 @@ func Example() {
 		defer d.Drop() // quarantines the session if we never learn the outcome
 		// ... forward the request to w, carrying d.Attempt() and d.Generation() ...
 		lease, _ := d.Complete(placement.Accepted)
-		fmt.Println("turn 1 bound to worker", lease.Target().ID, "version", lease.Version())
+		fmt.Println("turn 1 bound to worker", lease.Target().ID, "version == attempt:", lease.Version() == d.Attempt())
 		lease.Release()
 	}
 
@@ -41,7 +41,7 @@ func Example() {
 	fmt.Println("turn 2 hit:", a.Hit(), "worker", a.Lease.Target().ID)
 	a.Lease.Release()
 	// Output:
-	// turn 1 bound to worker 7 version 1
+	// turn 1 bound to worker 7 version == attempt: true
 	// turn 2 hit: true worker 7
 }
 
@@ -86,7 +86,7 @@ func Example_ambiguous() {
 	_, err := c.TryAcquire("s")
 	var amb *placement.AmbiguousError
 	if errors.As(err, &amb) {
-		fmt.Println("quarantined: attempt", amb.Attempt, "generation", amb.Generation)
+		fmt.Println("quarantined: attempt", amb.Attempt == d.Attempt(), "generation", amb.Generation)
 	}
 	// Later the forwarding owner learns the worker did accept it.
 	if err := c.Resolve("s", amb.Attempt, amb.Generation, placement.ResolveAccepted); err != nil {
@@ -96,7 +96,7 @@ func Example_ambiguous() {
 	fmt.Println("resolved; next turn hits worker", a.Lease.Target().ID)
 	a.Lease.Release()
 	// Output:
-	// quarantined: attempt 1 generation 1
+	// quarantined: attempt true generation 1
 	// resolved; next turn hits worker 9
 }
 
@@ -127,11 +127,12 @@ func Example_manualClock() {
 
 // Set moves a manual clock the way the runtime clock moves between reaper
 // ticks: nothing is reclaimed until something touches the key or Reclaim
-// runs a tick. Events carry their order (Seq) and the binding's version.
+// runs a tick. Events carry their order (Seq) and the binding's version; a
+// simulation host pins the attempt ids with FirstAttempt.
 func ExampleManualClock_Set() {
 	clk := placement.NewManualClock(0)
 	c, _ := placement.New[Worker](placement.Config{IdleTTL: 30 * time.Second, InitTimeout: 5 * time.Second,
-		MaxEntries: 1024, MaxKeyBytes: 64, Clock: clk,
+		MaxEntries: 1024, MaxKeyBytes: 64, Clock: clk, FirstAttempt: 1,
 		Observer: func(ev placement.Event) { fmt.Println("event", ev.Seq, ev.Kind, "version", ev.Attempt) }})
 	defer c.Close()
 

@@ -572,10 +572,11 @@ func TestConfig_Invalid(t *testing.T) {
 	noLeaks(t)
 	good := Config{IdleTTL: time.Minute, InitTimeout: time.Minute, MaxEntries: 1, MaxKeyBytes: 1}
 	for name, mut := range map[string]func(*Config){
-		"IdleTTL":     func(c *Config) { c.IdleTTL = 999 * time.Millisecond },
-		"InitTimeout": func(c *Config) { c.InitTimeout = 366 * 24 * time.Hour },
-		"MaxEntries":  func(c *Config) { c.MaxEntries = 0 },
-		"MaxKeyBytes": func(c *Config) { c.MaxKeyBytes = -1 },
+		"IdleTTL":      func(c *Config) { c.IdleTTL = 999 * time.Millisecond },
+		"InitTimeout":  func(c *Config) { c.InitTimeout = 366 * 24 * time.Hour },
+		"MaxEntries":   func(c *Config) { c.MaxEntries = 0 },
+		"MaxKeyBytes":  func(c *Config) { c.MaxKeyBytes = -1 },
+		"FirstAttempt": func(c *Config) { c.FirstAttempt = MaxFirstAttempt + 1 },
 	} {
 		cfg := good
 		mut(&cfg)

@@ -31,6 +31,7 @@ var variants = []struct{ name, doc string }{
 	{"ResolveIgnoresGeneration", "Resolve is fenced by attempt only"},
 	{"ExpiryWithoutKill", "Query reports an expired binding gone without winning its word (a hit that read the clock first still takes a lease)"},
 	{"TornQueryRead", "Query reads the binding word, then the clock, and judges expiry from the two"},
+	{"AttemptsFromOne", "every coordinator counts attempt ids from 1, so they repeat across coordinators and restarts"},
 }
 
 // The checkers, in the order they are tried: test is an anchored -test.run

@@ -1,0 +1,98 @@
+package placement
+
+import (
+	"errors"
+	"testing"
+)
+
+// The contract tests check the rules of the API that no model step can
+// see: attempt ids across coordinators, what a request's Done gives back,
+// what calls do after Close, and what Stats, Query and the errors report.
+// The bug zoo runs them as a checker of its own (TestContract_*), so each
+// must fail under the variant that breaks its rule.
+
+// dispatchIDs dispatches n attempts on one reservation of key (each rolled
+// back) and returns their ids.
+func dispatchIDs(t *testing.T, c *Coordinator[target], key string, n int) []uint64 {
+	t.Helper()
+	r := reserve(t, c, key)
+	var ids []uint64
+	for i := 0; i < n; i++ {
+		d, err := r.BeginDispatch(w1, c.Generation(w1))
+		must(t, err)
+		ids = append(ids, d.Attempt())
+		_, err = d.Complete(DefinitelyNotAccepted)
+		must(t, err)
+	}
+	must(t, r.Cancel())
+	return ids
+}
+
+// Two coordinators, and a third started after the first closed (a
+// restart), issue ids that are nonzero, strictly increasing within each
+// and shared by none.
+func TestContract_AttemptsUniqueAcrossCoordinators(t *testing.T) {
+	owner := map[uint64]string{}
+	run := func(name string, c *Coordinator[target]) {
+		ids := dispatchIDs(t, c, "s", 100)
+		for i, id := range ids {
+			if id == 0 || i > 0 && id <= ids[i-1] {
+				t.Fatalf("%s: ids %d then %d", name, ids[max(i-1, 0)], id)
+			}
+			if o, ok := owner[id]; ok {
+				t.Fatalf("attempt id %d issued by %s and %s", id, o, name)
+			}
+			owner[id] = name
+		}
+	}
+	c1, _ := manual(t)
+	c2, _ := manual(t)
+	run("c1", c1)
+	run("c2", c2)
+	must(t, c1.Close())
+	c3, _ := manual(t) // the restart
+	run("c3 (restarted c1)", c3)
+}
+
+// FirstAttempt pins the ids: the first dispatch gets it and the count goes
+// up by one per dispatch, CommitAccepted included; the largest allowed
+// value works and one more is refused.
+func TestContract_FirstAttemptPinsIDs(t *testing.T) {
+	c, _ := manual(t, func(c *Config) { c.FirstAttempt = 41 })
+	if ids := dispatchIDs(t, c, "s", 2); ids[0] != 41 || ids[1] != 42 {
+		t.Fatalf("ids %v, want [41 42]", ids)
+	}
+	l, err := reserve(t, c, "t").CommitAccepted(w1, 1)
+	must(t, err)
+	if l.Version() != 43 {
+		t.Fatalf("CommitAccepted's version %d, want 43", l.Version())
+	}
+	must(t, l.Release())
+
+	top, _ := manual(t, func(c *Config) { c.FirstAttempt = MaxFirstAttempt })
+	if ids := dispatchIDs(t, top, "s", 2); ids[0] != MaxFirstAttempt || ids[1] != MaxFirstAttempt+1 {
+		t.Fatalf("ids %v from MaxFirstAttempt", ids)
+	}
+	_, err = New[target](Config{IdleTTL: MinDuration, InitTimeout: MinDuration, MaxEntries: 1, MaxKeyBytes: 1,
+		Clock: NewManualClock(0), FirstAttempt: MaxFirstAttempt + 1})
+	var ce *ConfigError
+	if !errors.As(err, &ce) || ce.Field != "FirstAttempt" {
+		t.Fatalf("FirstAttempt past MaxFirstAttempt: %v", err)
+	}
+}
+
+// A random start is never 0, leaves 2^63 ids before a wrap, and is drawn
+// afresh for every coordinator.
+func TestContract_RandomFirstAttempt(t *testing.T) {
+	seen := map[uint64]bool{}
+	for i := 0; i < 10000; i++ {
+		s := randomFirstAttempt()
+		if s == 0 || s > MaxFirstAttempt {
+			t.Fatalf("random first attempt %d outside [1, 2^63]", s)
+		}
+		if seen[s] {
+			t.Fatalf("random first attempt %d drawn twice in %d draws", s, i+1)
+		}
+		seen[s] = true
+	}
+}
