@@ -85,7 +85,7 @@ func (d *Driver) Close() { d.Sys.Close() }
 
 // Step performs in on both sides and reports the first divergence.
 func (d *Driver) Step(in Input) error {
-	want, next, ok := d.St.Expect(d.State, in)
+	want, next, ok := d.St.Want(d.State, in)
 	if !ok {
 		return fmt.Errorf("the model has no step for %s in this state:\n%s", in, d.St.M.FormatState(&d.State))
 	}

@@ -143,7 +143,9 @@ func (o Output) String() string {
 	switch o.Kind {
 	case OutHit, OutCommitted:
 		return fmt.Sprintf("%s(t%d g%d v%d)", o.Kind, o.Target, o.Gen, o.Attempt)
-	case OutAmbiguous, OutDispatched:
+	case OutAmbiguous:
+		return fmt.Sprintf("%s(t%d a%d g%d)", o.Kind, o.Target, o.Attempt, o.Gen)
+	case OutDispatched:
 		return fmt.Sprintf("%s(a%d g%d)", o.Kind, o.Attempt, o.Gen)
 	case OutOK:
 		if o.Gen != 0 {

@@ -96,7 +96,7 @@ func (st *Stepper) Steps(s model.State, in Input, out Output) []model.State {
 		s = s.Clone()
 		s.NextAttempt = int(out.Attempt)
 	}
-	want, next, ok := st.Expect(s, in)
+	want, next, ok := st.Want(s, in)
 	if !ok || want != out {
 		return nil
 	}

@@ -207,7 +207,11 @@ func errOutput(err error) Output {
 	case err == nil:
 		return Output{Kind: OutOK}
 	case errors.As(err, &amb):
-		return Output{Kind: OutAmbiguous, Attempt: amb.Attempt, Gen: amb.Generation}
+		t, ok := amb.Target.(int)
+		if !ok {
+			t = -1 // no target: never what the model says
+		}
+		return Output{Kind: OutAmbiguous, Attempt: amb.Attempt, Gen: amb.Generation, Target: t}
 	case errors.Is(err, placement.ErrCapacity):
 		return Output{Kind: OutCapacity}
 	case errors.Is(err, placement.ErrWouldWait):

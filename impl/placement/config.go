@@ -123,4 +123,10 @@ type Event struct {
 	Generation uint64
 	// Seq is the event's place in the coordinator's sequence (1, 2, ...).
 	Seq uint64
+	// Target is the T value of the target the event concerns: the
+	// attempt's (Committed, RolledBack, Quarantined, Resolved) or the
+	// binding's (Expired, and Removed when a binding ends), so a resolver
+	// of a quarantine needs no Query. It is nil for Reserved,
+	// CapacityRejected and the Removed of a reservation.
+	Target any
 }

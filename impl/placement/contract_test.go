@@ -2,7 +2,10 @@ package placement
 
 import (
 	"errors"
+	"fmt"
+	"strings"
 	"testing"
+	"time"
 )
 
 // The contract tests check the rules of the API that no model step can
@@ -94,5 +97,82 @@ func TestContract_RandomFirstAttempt(t *testing.T) {
 			t.Fatalf("random first attempt %d drawn twice in %d draws", s, i+1)
 		}
 		seen[s] = true
+	}
+}
+
+// An *AmbiguousError and every Quarantined event carry the quarantined
+// attempt's target, however the key was quarantined (Complete(Ambiguous),
+// Drop, a dispatch timeout found lazily or by a sweep); the events of an
+// attempt or a binding carry its target, the others none.
+func TestContract_QuarantineCarriesTarget(t *testing.T) {
+	var rec recorder
+	c, clk := manual(t, func(c *Config) { c.Observer = rec.observe })
+	quarantine := map[string]func(d *Dispatch[target]){
+		"ambiguous": func(d *Dispatch[target]) { _, err := d.Complete(Ambiguous); must(t, err) },
+		"drop":      func(d *Dispatch[target]) { d.Drop() },
+		"lazy timeout": func(*Dispatch[target]) {
+			jump(clk, 5*time.Second)
+		},
+		"swept timeout": func(*Dispatch[target]) { must(t, clk.AdvanceBy(5*time.Second)) },
+	}
+	for name, q := range quarantine {
+		d, err := reserve(t, c, "s").BeginDispatch(w2, 1)
+		must(t, err)
+		q(d)
+		_, err = c.TryAcquire("s")
+		var ae *AmbiguousError
+		if !errors.As(err, &ae) || ae.Target != w2 || ae.Attempt != d.Attempt() {
+			t.Fatalf("%s: %v, want an *AmbiguousError naming target %v", name, err, w2)
+		}
+		if !strings.Contains(err.Error(), fmt.Sprint(w2)) {
+			t.Errorf("%s: the error text %q does not name the target", name, err)
+		}
+		must(t, c.Resolve("s", ae.Attempt, ae.Generation, ResolveNotAccepted))
+	}
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	n := 0
+	for _, ev := range rec.evs {
+		switch ev.Kind {
+		case EventQuarantined, EventResolved:
+			n++
+			if ev.Target != w2 {
+				t.Errorf("%v event of attempt %d has target %v, want %v", ev.Kind, ev.Attempt, ev.Target, w2)
+			}
+		case EventReserved:
+			if ev.Target != nil {
+				t.Errorf("Reserved event with target %v", ev.Target)
+			}
+		}
+	}
+	if n != 2*len(quarantine) {
+		t.Fatalf("%d Quarantined and Resolved events, want %d", n, 2*len(quarantine))
+	}
+}
+
+// The events of a binding's life carry its target; a reservation's none.
+func TestContract_EventsCarryTarget(t *testing.T) {
+	var rec recorder
+	c, clk := manual(t, func(c *Config) { c.Observer = rec.observe })
+	r := reserve(t, c, "s")
+	d, err := r.BeginDispatch(w1, 1)
+	must(t, err)
+	_, err = d.Complete(DefinitelyNotAccepted) // RolledBack
+	must(t, err)
+	d, err = r.BeginDispatch(w2, 1)
+	must(t, err)
+	l, err := d.Complete(Accepted) // Committed
+	must(t, err)
+	must(t, l.Release())
+	must(t, clk.AdvanceBy(10*time.Second)) // Expired
+	must(t, reserve(t, c, "s").Cancel())   // Reserved, Removed (of a reservation)
+	must(t, bind(t, c, "s", w1).Invalidate())
+	wantKinds(t, &rec, EventReserved, EventRolledBack, EventCommitted, EventExpired, EventReserved, EventRemoved,
+		EventReserved, EventCommitted, EventRemoved)
+	want := []any{nil, w1, w2, w2, nil, nil, nil, w1, w1}
+	for i, ev := range rec.evs {
+		if ev.Target != want[i] {
+			t.Errorf("event %d (%v) has target %v, want %v", i, ev.Kind, ev.Target, want[i])
+		}
 	}
 }

@@ -229,7 +229,7 @@ func (c *Coordinator[T]) acquireSlow(ctx context.Context, key string, wait bool)
 			// Close came after the entry was found or created: an absent
 			// entry this call may have linked must not stay in the table.
 			if e.st == stAbsent {
-				c.removeLocked(e, Event{})
+				c.removeLocked(e, Event{}, nil)
 			}
 			e.mu.Unlock()
 			return Acquisition[T]{}, ErrClosed
@@ -264,10 +264,10 @@ func (c *Coordinator[T]) acquireSlow(ctx context.Context, key string, wait bool)
 					continue
 				}
 				c.stats.expirations.Add(1)
-				c.emitLocked(Event{Kind: EventExpired, Key: key, Attempt: b.version, Generation: b.gen})
+				c.emitLocked(Event{Kind: EventExpired, Key: key, Attempt: b.version, Generation: b.gen}, &b.target)
 			} else {
 				b.kill()
-				c.emitLocked(Event{Kind: EventRemoved, Key: key, Attempt: b.version, Generation: b.gen})
+				c.emitLocked(removedEvent(b), &b.target)
 			}
 			// Expired or stale: re-initialize in place, reusing the slot.
 			e.bound.Store(nil)
@@ -298,7 +298,10 @@ func (c *Coordinator[T]) acquireSlow(ctx context.Context, key string, wait bool)
 				e.mu.Unlock()
 				return Acquisition[T]{Reservation: r}, nil
 			}
-			err := &AmbiguousError{Key: key, Attempt: e.p.attempt, Generation: e.p.tgen}
+			err := &AmbiguousError{Key: key, Attempt: e.p.attempt, Generation: e.p.tgen, Target: e.p.target}
+			if mutant("AmbiguousWithoutTarget") {
+				err.Target = nil
+			}
 			e.mu.Unlock()
 			return Acquisition[T]{}, err
 		default: // absent: a fresh entry
@@ -309,14 +312,14 @@ func (c *Coordinator[T]) acquireSlow(ctx context.Context, key string, wait bool)
 					// fresh entry leaves the table meanwhile, so nothing
 					// (a Close, say) can strand it there; the next round
 					// links a new one.
-					c.removeLocked(e, Event{})
+					c.removeLocked(e, Event{}, nil)
 					e.mu.Unlock()
 					c.sweep(now)
 					swept = true
 					continue
 				}
 				c.stats.capacity.Add(1)
-				c.removeLocked(e, Event{Kind: EventCapacityRejected, Key: key})
+				c.removeLocked(e, Event{Kind: EventCapacityRejected, Key: key}, nil)
 				e.mu.Unlock()
 				return Acquisition[T]{}, &CapacityError{MaxEntries: c.cfg.MaxEntries}
 			}
@@ -340,20 +343,20 @@ func (c *Coordinator[T]) reserveLocked(e *entry[T], now int64) *Reservation[T] {
 	c.noteDeadline(e.p.deadline)
 	c.stats.reservations.Add(1)
 	e.notifyLocked()
-	c.emitLocked(Event{Kind: EventReserved, Key: e.key})
+	c.emitLocked(Event{Kind: EventReserved, Key: e.key}, nil)
 	return r
 }
 
-// removeLocked reports ev (if it has a Kind), then makes the entry absent:
-// it leaves the table and frees its slot. The event goes first: once the
-// entry is unlinked, a fresh entry for the same key can report events of
-// its own, and they must come after this one.
-func (c *Coordinator[T]) removeLocked(e *entry[T], ev Event) {
+// removeLocked reports ev (if it has a Kind) with its target, then makes
+// the entry absent: it leaves the table and frees its slot. The event goes
+// first: once the entry is unlinked, a fresh entry for the same key can
+// report events of its own, and they must come after this one.
+func (c *Coordinator[T]) removeLocked(e *entry[T], ev Event, target *T) {
 	if e.removed {
 		return
 	}
 	if ev.Kind != 0 {
-		c.emitLocked(ev)
+		c.emitLocked(ev, target)
 	}
 	if b := e.bound.Load(); b != nil {
 		b.kill()
@@ -380,11 +383,19 @@ func (c *Coordinator[T]) removeLocked(e *entry[T], ev Event) {
 func (c *Coordinator[T]) timeoutsLocked(e *entry[T], now int64) {
 	switch {
 	case e.st == stReserved && e.p.deadline <= now:
-		c.removeLocked(e, Event{Kind: EventRemoved, Key: e.key})
+		c.removeLocked(e, Event{Kind: EventRemoved, Key: e.key}, nil)
 	case e.st == stDispatching && e.p.deadline <= now:
 		c.quarantineLocked(e)
-		c.emitLocked(Event{Kind: EventQuarantined, Key: e.key, Attempt: e.p.attempt, Generation: e.p.tgen})
+		c.emitLocked(Event{Kind: EventQuarantined, Key: e.key, Attempt: e.p.attempt, Generation: e.p.tgen}, quarantinedTarget(e))
 	}
+}
+
+// quarantinedTarget is the target a Quarantined event of e reports.
+func quarantinedTarget[T comparable](e *entry[T]) *T {
+	if mutant("AmbiguousWithoutTarget") {
+		return nil
+	}
+	return &e.p.target
 }
 
 func (c *Coordinator[T]) quarantineLocked(e *entry[T]) {
@@ -478,7 +489,7 @@ func (c *Coordinator[T]) sweep(now int64) {
 			b := e.bound.Load()
 			switch {
 			case b.stale():
-				c.removeLocked(e, removedEvent(b))
+				c.removeBindingLocked(e, b)
 			case b.killIfExpired(now):
 				c.expiredLocked(e, b)
 			default:
@@ -498,12 +509,18 @@ func (c *Coordinator[T]) sweep(now int64) {
 // expired (killIfExpired), and reports it.
 func (c *Coordinator[T]) expiredLocked(e *entry[T], b *binding[T]) {
 	c.stats.expirations.Add(1)
-	c.removeLocked(e, Event{Kind: EventExpired, Key: e.key, Attempt: b.version, Generation: b.gen})
+	c.removeLocked(e, Event{Kind: EventExpired, Key: e.key, Attempt: b.version, Generation: b.gen}, &b.target)
 }
 
 // removedEvent reports that binding b left the table (not by expiry).
 func removedEvent[T comparable](b *binding[T]) Event {
 	return Event{Kind: EventRemoved, Key: b.e.key, Attempt: b.version, Generation: b.gen}
+}
+
+// removeBindingLocked removes e, whose binding b ends (not by expiry), and
+// reports it.
+func (c *Coordinator[T]) removeBindingLocked(e *entry[T], b *binding[T]) {
+	c.removeLocked(e, removedEvent(b), &b.target)
 }
 
 // publishHint sets nextExpiry to the earliest deadline a sweep saw. It may
@@ -526,12 +543,17 @@ func (c *Coordinator[T]) publishHint(earliest int64, notesAtStart uint64) {
 	}
 }
 
-// emitLocked reports ev to the Observer. Callers hold the lock of ev.Key's
-// entry, so one key's events reach the Observer in the order its changes
-// happened; Seq orders them across keys (see Event).
-func (c *Coordinator[T]) emitLocked(ev Event) {
+// emitLocked reports ev to the Observer, with *target (if target is not
+// nil) as its Target: the target is boxed only when an Observer is there.
+// Callers hold the lock of ev.Key's entry, so one key's events reach the
+// Observer in the order its changes happened; Seq orders them across keys
+// (see Event).
+func (c *Coordinator[T]) emitLocked(ev Event, target *T) {
 	if c.cfg.Observer == nil {
 		return
+	}
+	if target != nil {
+		ev.Target = *target
 	}
 	ev.Seq = c.eventSeq.Add(1)
 	c.cfg.Observer(ev)
@@ -594,11 +616,11 @@ func (c *Coordinator[T]) Resolve(key string, attempt, generation uint64, res Res
 		return &FencedError{Attempt: attempt, Generation: generation, CurrentAttempt: e.p.attempt, CurrentGeneration: e.p.tgen}
 	}
 	c.stats.resolutions.Add(1)
-	c.emitLocked(Event{Kind: EventResolved, Key: key, Attempt: attempt, Generation: generation})
+	c.emitLocked(Event{Kind: EventResolved, Key: key, Attempt: attempt, Generation: generation}, &e.p.target)
 	if res == ResolveAccepted {
 		c.bindLocked(e, 0, now)
 	} else {
-		c.removeLocked(e, Event{})
+		c.removeLocked(e, Event{}, nil)
 	}
 	return nil
 }
@@ -627,7 +649,7 @@ func (c *Coordinator[T]) bindLocked(e *entry[T], n uint64, now int64) *binding[T
 		// or quarantined: the binding is fenced at birth and reads as
 		// absent, so it must not hold a slot either. Its lease, if any, is
 		// superseded.
-		c.removeLocked(e, removedEvent(b))
+		c.removeBindingLocked(e, b)
 	}
 	return b
 }
@@ -655,7 +677,7 @@ func (c *Coordinator[T]) InvalidateKey(key string) (bool, error) {
 		w := b.word.Load()
 		switch {
 		case b.stale():
-			c.removeLocked(e, removedEvent(b))
+			c.removeBindingLocked(e, b)
 			return false, nil
 		case leases(w) == 0 && b.deadline.Load() <= c.now():
 			// Idle past its deadline: it expired, if this call wins the
@@ -670,7 +692,7 @@ func (c *Coordinator[T]) InvalidateKey(key string) (bool, error) {
 			// a concurrent hit makes fail.
 			if b.word.CompareAndSwap(w, w|deadBit) {
 				c.stats.deadHits.Add(hitsOf(w))
-				c.removeLocked(e, removedEvent(b))
+				c.removeBindingLocked(e, b)
 				return true, nil
 			}
 		}

@@ -78,7 +78,7 @@ func (r *Reservation[T]) Cancel() error {
 	if !r.heldLocked(r.c.now()) {
 		return ErrReservationLost
 	}
-	r.c.removeLocked(e, Event{Kind: EventRemoved, Key: e.key})
+	r.c.removeLocked(e, Event{Kind: EventRemoved, Key: e.key}, nil)
 	return nil
 }
 
@@ -128,7 +128,7 @@ func (r *Reservation[T]) CommitAccepted(target T, generation uint64) (Lease[T], 
 	}
 	d := c.dispatchLocked(e, r, target, slot, generation, now)
 	d.used = true
-	c.emitLocked(Event{Kind: EventCommitted, Key: e.key, Attempt: d.attempt, Generation: generation})
+	c.emitLocked(Event{Kind: EventCommitted, Key: e.key, Attempt: d.attempt, Generation: generation}, &e.p.target)
 	return c.newLease(c.bindLocked(e, 1, now)), nil
 }
 
@@ -216,7 +216,7 @@ func (d *Dispatch[T]) Complete(o Outcome) (Lease[T], error) {
 			c.stats.resolutions.Add(1)
 		}
 		ev.Kind = EventCommitted
-		c.emitLocked(ev)
+		c.emitLocked(ev, &d.target)
 		return c.newLease(c.bindLocked(e, 1, now)), nil
 	case o == DefinitelyNotAccepted && !late:
 		// The reservation comes back with its own deadline, so retries
@@ -230,15 +230,17 @@ func (d *Dispatch[T]) Complete(o Outcome) (Lease[T], error) {
 	case o == DefinitelyNotAccepted: // late: settles to absent
 		c.stats.resolutions.Add(1)
 		ev.Kind = EventResolved
-		c.removeLocked(e, ev)
+		c.removeLocked(e, ev, &d.target)
 		return Lease[T]{}, nil
 	case !late: // Ambiguous
 		c.quarantineLocked(e)
 		ev.Kind = EventQuarantined
+		c.emitLocked(ev, quarantinedTarget(e))
+		return Lease[T]{}, nil
 	default: // a late Ambiguous: still quarantined, nothing changes
 		return Lease[T]{}, nil
 	}
-	c.emitLocked(ev)
+	c.emitLocked(ev, &d.target)
 	return Lease[T]{}, nil
 }
 

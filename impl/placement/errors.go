@@ -78,17 +78,21 @@ func (e *ConfigError) Error() string {
 func (e *ConfigError) Is(target error) bool { return target == ErrInvalidConfig }
 
 // AmbiguousError carries the quarantined attempt and its generation, which
-// Resolve must name.
+// Resolve must name, and the attempt's target.
 type AmbiguousError struct {
 	Key        string
 	Attempt    uint64
 	Generation uint64
+	// Target is the quarantined attempt's target, the T value the
+	// dispatch named (a resolver asks that target what became of the
+	// attempt).
+	Target any
 }
 
 // Error describes the error.
 func (e *AmbiguousError) Error() string {
-	return fmt.Sprintf("placement: session %q is quarantined: attempt %d (generation %d) may have been accepted",
-		e.Key, e.Attempt, e.Generation)
+	return fmt.Sprintf("placement: session %q is quarantined: attempt %d (target %v, generation %d) may have been accepted",
+		e.Key, e.Attempt, e.Target, e.Generation)
 }
 
 // Is reports whether target is ErrAmbiguous.
