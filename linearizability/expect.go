@@ -7,6 +7,10 @@ import "github.com/placementlab/placement/model"
 // model's result, derived from the model's states:
 //
 //   - an Ambiguous answer names the quarantined attempt's target;
+//   - a commit (Complete(Accepted), CommitAccepted, an Accepted Resolve)
+//     reports its binding stale at birth (Output.Stale) exactly when the
+//     model's new binding is stale in the next state: its target's
+//     generation moved on before the commit.
 //
 // ok is false when the model has no step for in.
 func (st *Stepper) Want(s model.State, in Input) (out Output, next model.State, ok bool) {
@@ -16,6 +20,17 @@ func (st *Stepper) Want(s model.State, in Input) (out Output, next model.State, 
 	}
 	if out.Kind == OutAmbiguous && in.Key >= 0 && in.Key < len(s.Table) {
 		out.Target = s.Table[in.Key].Target
+	}
+	k := -1
+	switch {
+	case out.Kind == OutCommitted && (in.Op == OpComplete || in.Op == OpCommitAccepted):
+		k = s.Req[in.Client].Key
+	case out.Kind == OutOK && in.Op == OpResolve && model.Resolution(in.Outcome) == model.ResolvedAccepted:
+		k = in.Key
+	}
+	if k >= 0 {
+		e := &next.Table[k]
+		out.Stale = e.St == model.Bound && st.M.Stale(&next, e)
 	}
 	return out, next, ok
 }

@@ -123,6 +123,9 @@ type Output struct {
 	Gen     uint64  `json:"gen,omitempty"`
 	Attempt uint64  `json:"attempt,omitempty"`
 	Err     string  `json:"err,omitempty"` // OutError only: an error no operation may return
+	// Stale: a commit (Complete(Accepted), CommitAccepted, an Accepted
+	// Resolve) reported its binding stale at birth (ErrStaleAtBirth).
+	Stale bool `json:"stale,omitempty"`
 	// State, Leases and Closing: what a Query read (State is the state's
 	// name; Target, Gen and Attempt as Observed).
 	State   string `json:"state,omitempty"`
@@ -139,6 +142,9 @@ func (o Output) String() string {
 		return fmt.Sprintf("Bound(t%d g%d v%d leases %d closing %v)", o.Target, o.Gen, o.Attempt, o.Leases, o.Closing)
 	case o.State != "":
 		return fmt.Sprintf("%s(t%d g%d a%d)", o.State, o.Target, o.Gen, o.Attempt)
+	}
+	if o.Stale {
+		return fmt.Sprintf("%s(t%d g%d v%d, stale at birth)", o.Kind, o.Target, o.Gen, o.Attempt)
 	}
 	switch o.Kind {
 	case OutHit, OutCommitted:

@@ -176,3 +176,71 @@ func TestContract_EventsCarryTarget(t *testing.T) {
 		}
 	}
 }
+
+// wantStaleAtBirth fails the test unless err reports that attempt's
+// binding to w1 stale at birth (generation 1, now 2), and the key reads as
+// absent, holds no slot and can be reserved again.
+func wantStaleAtBirth(t *testing.T, c *Coordinator[target], err error, attempt uint64, what string) {
+	t.Helper()
+	var gm *GenerationMovedError
+	if !errors.Is(err, ErrStaleAtBirth) || !errors.As(err, &gm) {
+		t.Fatalf("%s: %v, want a *GenerationMovedError matching ErrStaleAtBirth", what, err)
+	}
+	if gm.Key != "s" || gm.Attempt != attempt || gm.Target != w1 || gm.Generation != 1 || gm.CurrentGeneration != 2 {
+		t.Fatalf("%s: %+v, want key s, attempt %d, target %v, generations 1 and 2", what, gm, attempt, w1)
+	}
+	if i := state(t, c, "s"); i.State != StateAbsent || c.Stats().Live != 0 {
+		t.Fatalf("%s: the key reads %v with %d live entries", what, i.State, c.Stats().Live)
+	}
+	must(t, reserve(t, c, "s").Cancel())
+}
+
+// A commit whose target's generation moved on since the dispatch says so:
+// Complete(Accepted) in time and late, Resolve(ResolveAccepted), and a
+// CommitAccepted raced by a Bump each return an error matching
+// ErrStaleAtBirth, and a lease returned with it is released without error.
+func TestContract_StaleAtBirthIsReported(t *testing.T) {
+	c, clk := manual(t)
+
+	d, err := reserve(t, c, "s").BeginDispatch(w1, 1)
+	must(t, err)
+	c.BumpGeneration(w1)
+	l, err := d.Complete(Accepted)
+	wantStaleAtBirth(t, c, err, d.Attempt(), "Complete(Accepted)")
+	if l.Version() != d.Attempt() || l.Target() != w1 {
+		t.Fatalf("the lease names version %d target %v", l.Version(), l.Target())
+	}
+	must(t, l.Release())
+	wantUsed(t, l.Release(), "second release of a stale-at-birth lease")
+
+	c, clk = manual(t)
+	d, err = reserve(t, c, "s").BeginDispatch(w1, 1)
+	must(t, err)
+	must(t, clk.AdvanceBy(5*time.Second)) // DispatchTimeout: quarantined
+	c.BumpGeneration(w1)
+	l, err = d.Complete(Accepted)
+	wantStaleAtBirth(t, c, err, d.Attempt(), "late Complete(Accepted)")
+	must(t, l.Release())
+
+	c, _ = manual(t)
+	d, err = reserve(t, c, "s").BeginDispatch(w1, 1)
+	must(t, err)
+	d.Drop()
+	c.BumpGeneration(w1)
+	wantStaleAtBirth(t, c, c.Resolve("s", d.Attempt(), 1, ResolveAccepted), d.Attempt(), "Resolve(ResolveAccepted)")
+
+	c, _ = manual(t, func(c *Config) { c.FirstAttempt = 7 })
+	c.testBeforeBind = func() { c.BumpGeneration(w1) } // a Bump racing the call
+	l, err = reserve(t, c, "s").CommitAccepted(w1, 1)
+	c.testBeforeBind = nil
+	wantStaleAtBirth(t, c, err, 7, "CommitAccepted")
+	must(t, l.Release())
+
+	// Without a Bump, the same commits return no error.
+	c, _ = manual(t)
+	d, err = reserve(t, c, "s").BeginDispatch(w1, 1)
+	must(t, err)
+	l, err = d.Complete(Accepted)
+	must(t, err)
+	must(t, l.Release())
+}

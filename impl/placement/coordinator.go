@@ -49,6 +49,9 @@ type Coordinator[T comparable] struct {
 	// testAfterUnlink, when set by tests, runs right after an entry leaves
 	// the table (with the entry's lock held).
 	testAfterUnlink func(key string)
+	// testBeforeBind, when set by tests, runs right before a commit reads
+	// its target's generation (with the entry's lock held).
+	testBeforeBind func()
 }
 
 // New returns a coordinator for cfg. With a runtime clock (cfg.Clock nil) it
@@ -594,6 +597,12 @@ func (c *Coordinator[T]) reapLoop(cadence time.Duration) (stopped bool) {
 // makes it absent. The attempt id and generation must match the
 // quarantined attempt's (as an *AmbiguousError reports them), else a
 // *FencedError is returned and nothing changes.
+//
+// If the target's generation has moved on since the dispatch, an Accepted
+// resolution still settles the quarantine, but the binding is stale at
+// birth: it reads as absent and the next Acquire reserves the key again.
+// Resolve then returns a *GenerationMovedError (matching ErrStaleAtBirth)
+// with both generations.
 func (c *Coordinator[T]) Resolve(key string, attempt, generation uint64, res Resolution) error {
 	if err := c.checkKey(key); err != nil {
 		return err
@@ -618,16 +627,22 @@ func (c *Coordinator[T]) Resolve(key string, attempt, generation uint64, res Res
 	c.stats.resolutions.Add(1)
 	c.emitLocked(Event{Kind: EventResolved, Key: key, Attempt: attempt, Generation: generation}, &e.p.target)
 	if res == ResolveAccepted {
-		c.bindLocked(e, 0, now)
-	} else {
-		c.removeLocked(e, Event{}, nil)
+		_, err := c.bindLocked(e, 0, now)
+		return err
 	}
+	c.removeLocked(e, Event{}, nil)
 	return nil
 }
 
 // bindLocked commits the entry's attempt as a binding holding n leases, at
-// time now (the operation's one reading of the clock).
-func (c *Coordinator[T]) bindLocked(e *entry[T], n uint64, now int64) *binding[T] {
+// time now (the operation's one reading of the clock). The commit happens
+// at its one reading of the target's generation: if that generation moved
+// on since the dispatch, the binding is stale at birth. It then reads as
+// absent and holds no slot, so it is never published: it is born dead (a
+// lease on it ends alone, as on any superseded binding), the entry is
+// removed, and a *GenerationMovedError tells the caller. A Bump after the
+// reading is an ordinary Bump of a live binding.
+func (c *Coordinator[T]) bindLocked(e *entry[T], n uint64, now int64) (*binding[T], error) {
 	var b *binding[T]
 	if !e.firstUsed {
 		e.firstUsed, b = true, &e.first
@@ -635,23 +650,28 @@ func (c *Coordinator[T]) bindLocked(e *entry[T], n uint64, now int64) *binding[T
 		b = new(binding[T])
 	}
 	b.e, b.target, b.slot, b.gen, b.version = e, e.p.target, e.p.slot, e.p.tgen, e.p.attempt
-	b.word.Store(n)
 	d := now + c.ttl
 	b.deadline.Store(d)
+	if c.testBeforeBind != nil {
+		c.testBeforeBind()
+	}
+	if cur := b.slot.gen.Load(); cur != b.gen {
+		b.word.Store(n | deadBit)
+		c.removeBindingLocked(e, b)
+		if mutant("StaleAtBirthSilent") {
+			return b, nil
+		}
+		return b, &GenerationMovedError{Key: e.key, Attempt: b.version, Target: b.target, Generation: b.gen,
+			CurrentGeneration: cur}
+	}
+	b.word.Store(n)
 	if n == 0 {
 		c.noteDeadline(d)
 	}
 	e.bound.Store(b)
 	e.st, e.p = stBound, nil
 	e.notifyLocked()
-	if b.stale() {
-		// The target's generation moved on while the attempt was in flight
-		// or quarantined: the binding is fenced at birth and reads as
-		// absent, so it must not hold a slot either. Its lease, if any, is
-		// superseded.
-		c.removeBindingLocked(e, b)
-	}
-	return b
+	return b, nil
 }
 
 // InvalidateKey removes key's binding, if it has one, superseding its

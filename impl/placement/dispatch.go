@@ -114,6 +114,13 @@ func (c *Coordinator[T]) dispatchLocked(e *entry[T], r *Reservation[T], target T
 // acceptance only after a response stream is chosen: it dispatches to target
 // and commits the accepted result in one atomic step (one lock, one reading
 // of the clock), returning the dispatcher's lease.
+//
+// A generation that is not target's current one is refused with a
+// *FencedError. If target is bumped after that check and before the
+// binding is made (a Bump racing the call), the binding is stale at birth:
+// CommitAccepted returns the lease together with a *GenerationMovedError
+// (matching ErrStaleAtBirth); the key reads as absent, and the lease stays
+// valid to end (Release returns nil).
 func (r *Reservation[T]) CommitAccepted(target T, generation uint64) (Lease[T], error) {
 	c, e := r.c, r.e
 	slot := c.catalog.slot(target)
@@ -129,7 +136,8 @@ func (r *Reservation[T]) CommitAccepted(target T, generation uint64) (Lease[T], 
 	d := c.dispatchLocked(e, r, target, slot, generation, now)
 	d.used = true
 	c.emitLocked(Event{Kind: EventCommitted, Key: e.key, Attempt: d.attempt, Generation: generation}, &e.p.target)
-	return c.newLease(c.bindLocked(e, 1, now)), nil
+	b, err := c.bindLocked(e, 1, now)
+	return c.newLease(b), err
 }
 
 // Dispatch is the guard of one dispatch attempt. Complete it with the
@@ -172,6 +180,12 @@ func (d *Dispatch[T]) Reservation() *Reservation[T] { return d.r }
 //
 //   - Accepted commits the binding and returns the dispatcher's lease; if the
 //     key was quarantined for this attempt (timeout), the late result settles it.
+//     If the target's generation moved on since BeginDispatch (in time or
+//     late), the binding is stale at birth: it reads as absent and the next
+//     Acquire reserves the key again. Complete then returns the lease
+//     together with a *GenerationMovedError (matching ErrStaleAtBirth); the
+//     lease stays valid to end (Release returns nil) and the request may
+//     still use the target's answer, but the session is not bound.
 //   - DefinitelyNotAccepted returns the reservation to its holder (see
 //     Reservation), with the deadline it was reserved with (retries do not
 //     extend it); a late one settles a quarantine to absent.
@@ -217,7 +231,8 @@ func (d *Dispatch[T]) Complete(o Outcome) (Lease[T], error) {
 		}
 		ev.Kind = EventCommitted
 		c.emitLocked(ev, &d.target)
-		return c.newLease(c.bindLocked(e, 1, now)), nil
+		b, err := c.bindLocked(e, 1, now)
+		return c.newLease(b), err
 	case o == DefinitelyNotAccepted && !late:
 		// The reservation comes back with its own deadline, so retries
 		// cannot keep a key initializing for ever: an initialization ends

@@ -776,7 +776,9 @@ func TestResolve_AcceptedAfterBumpIsFencedAtBirth(t *testing.T) {
 	d, _ := reserve(t, c, "k0").BeginDispatch(w1, 1)
 	d.Drop()
 	c.BumpGeneration(w1)
-	must(t, c.Resolve("k0", d.Attempt(), 1, ResolveAccepted))
+	if err := c.Resolve("k0", d.Attempt(), 1, ResolveAccepted); !errors.Is(err, ErrStaleAtBirth) {
+		t.Fatalf("Resolve: %v, want ErrStaleAtBirth", err)
+	}
 	if state(t, c, "k0").State != StateAbsent || c.Stats().Live != 0 {
 		t.Fatal("a binding stale at birth holds a slot")
 	}
@@ -1121,7 +1123,9 @@ func TestObserver_StaleAtBirthIsReportedRemoved(t *testing.T) {
 	must(t, err)
 	c.BumpGeneration(w1)
 	l, err := d.Complete(Accepted)
-	must(t, err)
+	if !errors.Is(err, ErrStaleAtBirth) {
+		t.Fatalf("Complete: %v, want ErrStaleAtBirth", err)
+	}
 	must(t, l.Release())
 	reserve(t, c, "s")
 	wantKinds(t, &rec, EventReserved, EventCommitted, EventRemoved, EventReserved)

@@ -31,6 +31,7 @@ var variants = []struct{ name, doc string }{
 	{"ResolveIgnoresGeneration", "Resolve is fenced by attempt only"},
 	{"ExpiryWithoutKill", "Query reports an expired binding gone without winning its word (a hit that read the clock first still takes a lease)"},
 	{"TornQueryRead", "Query reads the binding word, then the clock, and judges expiry from the two"},
+	{"StaleAtBirthSilent", "a commit whose binding is stale at birth returns no error (the caller believes the session bound)"},
 	{"AmbiguousWithoutTarget", "the *AmbiguousError and the Quarantined event leave out the attempt's target"},
 	{"AttemptsFromOne", "every coordinator counts attempt ids from 1, so they repeat across coordinators and restarts"},
 }
