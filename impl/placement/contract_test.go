@@ -244,3 +244,89 @@ func TestContract_StaleAtBirthIsReported(t *testing.T) {
 	must(t, err)
 	must(t, l.Release())
 }
+
+// After Close nothing is reserved, dispatched, committed, resolved or
+// invalidated: each such call returns ErrClosed and changes nothing; what
+// the requests hold can still be ended; Query and Stats still read.
+func TestContract_CloseFencesEverything(t *testing.T) {
+	var rec recorder
+	c, clk := manual(t, func(c *Config) { c.MaxEntries = 8; c.Observer = rec.observe })
+	late, err := reserve(t, c, "late").BeginDispatch(w1, 1)
+	must(t, err)
+	must(t, clk.AdvanceBy(5*time.Second)) // DispatchTimeout: quarantined, a late result may come
+	quarantined, err := reserve(t, c, "quarantined").BeginDispatch(w2, 1)
+	must(t, err)
+	quarantined.Drop()
+	lease := bind(t, c, "bound", w1)
+	reserved := reserve(t, c, "reserved")
+	committer := reserve(t, c, "committer")
+	inFlight, err := reserve(t, c, "in-flight").BeginDispatch(w1, 1)
+	must(t, err)
+	rollback, err := reserve(t, c, "rollback").BeginDispatch(w1, 1)
+	must(t, err)
+	before := len(rec.kinds())
+	live := c.Stats().Live
+
+	must(t, c.Close())
+
+	closed := func(what string, err error) {
+		t.Helper()
+		if !errors.Is(err, ErrClosed) {
+			t.Errorf("%s after Close: %v, want ErrClosed", what, err)
+		}
+	}
+	reads := func(key string, want State) {
+		t.Helper()
+		if got := state(t, c, key).State; got != want {
+			t.Errorf("after Close %s reads %v, want %v", key, got, want)
+		}
+	}
+	_, err = reserved.BeginDispatch(w1, 1)
+	closed("BeginDispatch", err)
+	reads("reserved", StateReserved)
+	_, err = committer.CommitAccepted(w1, 1)
+	closed("CommitAccepted", err)
+	reads("committer", StateReserved)
+	_, err = inFlight.Complete(Accepted)
+	closed("Complete(Accepted)", err)
+	reads("in-flight", StateDispatching)
+	_, err = late.Complete(Accepted)
+	closed("late Complete(Accepted)", err)
+	_, err = late.Complete(DefinitelyNotAccepted)
+	closed("late Complete(DefinitelyNotAccepted)", err)
+	reads("late", StateQuarantined)
+	closed("Resolve", c.Resolve("quarantined", quarantined.Attempt(), 1, ResolveAccepted))
+	closed("Resolve(ResolveNotAccepted)", c.Resolve("quarantined", quarantined.Attempt(), 1, ResolveNotAccepted))
+	closed("Resolve of an unknown key", c.Resolve("nowhere", 1, 1, ResolveAccepted))
+	reads("quarantined", StateQuarantined)
+	removed, err := c.InvalidateKey("bound")
+	closed("InvalidateKey", err)
+	if removed {
+		t.Error("InvalidateKey removed a binding after Close")
+	}
+	reads("bound", StateBound)
+	_, err = c.TryAcquire("bound")
+	closed("TryAcquire", err)
+	if got := rec.kinds()[before:]; len(got) != 0 {
+		t.Errorf("refused calls reported events %v", got)
+	}
+	if s := c.Stats(); s.Live != live {
+		t.Errorf("Stats after Close: %d live, want %d", s.Live, live)
+	}
+
+	// What the requests hold still ends, without errors.
+	inFlight.Drop()
+	reads("in-flight", StateQuarantined)
+	late.Drop()
+	must(t, reserved.Cancel())
+	must(t, committer.Cancel())
+	reads("reserved", StateAbsent)
+	_, err = rollback.Complete(DefinitelyNotAccepted)
+	must(t, err)
+	reads("rollback", StateReserved)
+	must(t, rollback.Reservation().Cancel())
+	must(t, lease.Release())
+	if i := state(t, c, "bound"); i.Leases != 0 {
+		t.Errorf("the released lease still counts: %+v", i)
+	}
+}

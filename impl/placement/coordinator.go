@@ -95,8 +95,24 @@ func New[T comparable](cfg Config) (*Coordinator[T], error) {
 }
 
 // Close stops the reaper (or detaches from the manual clock) and wakes every
-// waiter with ErrClosed. Later Acquires fail with ErrClosed; leases already
-// held may still be released. Close is idempotent.
+// waiter with ErrClosed. Close is idempotent.
+//
+// After Close nothing is reserved, dispatched, committed, resolved or
+// invalidated any more: Acquire, TryAcquire, BeginDispatch, CommitAccepted,
+// Complete(Accepted), a late Complete(DefinitelyNotAccepted) (one that
+// would settle a quarantine), Resolve and InvalidateKey return ErrClosed
+// and change nothing. What a request holds can still be ended, so its
+// deferred cleanup runs clean: Reservation.Cancel gives a reservation up;
+// Dispatch.Drop and Complete(Ambiguous) quarantine a dispatch in flight
+// (including one whose Complete was refused with ErrClosed);
+// Complete(DefinitelyNotAccepted) of a dispatch in flight returns its
+// reservation (to cancel); Lease.Release, Abandon, Invalidate and Close
+// end a lease as before (the last two may still remove its binding); and
+// Acquisition.Done and Reservation.Done end whatever is left. Query, Stats
+// and Generation still read, and BumpGeneration still records a
+// generation. Nothing is swept any more, though Query still expires what it
+// finds past its deadline. A call that overlaps Close may take effect
+// before it.
 func (c *Coordinator[T]) Close() error {
 	c.closeOnce.Do(func() {
 		c.closed.Store(true)
@@ -118,6 +134,12 @@ func randomFirstAttempt() uint64 {
 		return 1
 	}
 	return binary.LittleEndian.Uint64(b[:])>>1 + 1
+}
+
+// closedNow reports whether Close has been called: the calls that would
+// reserve, dispatch, commit, resolve or invalidate then refuse.
+func (c *Coordinator[T]) closedNow() bool {
+	return c.closed.Load() && !mutant("ActsAfterClose")
 }
 
 // now reads the coordinator's clock: the manual clock, or the runtime's
@@ -596,7 +618,8 @@ func (c *Coordinator[T]) reapLoop(cadence time.Duration) (stopped bool) {
 // attempt's target (with no lease and a fresh idle deadline), NotAccepted
 // makes it absent. The attempt id and generation must match the
 // quarantined attempt's (as an *AmbiguousError reports them), else a
-// *FencedError is returned and nothing changes.
+// *FencedError is returned and nothing changes. After Close it returns
+// ErrClosed and changes nothing.
 //
 // If the target's generation has moved on since the dispatch, an Accepted
 // resolution still settles the quarantine, but the binding is stale at
@@ -609,6 +632,9 @@ func (c *Coordinator[T]) Resolve(key string, attempt, generation uint64, res Res
 	}
 	if res != ResolveAccepted && res != ResolveNotAccepted {
 		return fmt.Errorf("placement: Resolve: invalid resolution %d: %w", res, ErrInvalidArgument)
+	}
+	if c.closedNow() {
+		return ErrClosed
 	}
 	e, ok := c.table.load(key)
 	if !ok {
@@ -678,10 +704,13 @@ func (c *Coordinator[T]) bindLocked(e *entry[T], n uint64, now int64) (*binding[
 // leases. It reports whether a live binding was removed; a binding that had
 // already expired or gone stale reads as absent, so it is reclaimed (with
 // its own event) and false is returned. A key in any other state is left
-// alone.
+// alone. After Close it returns ErrClosed and changes nothing.
 func (c *Coordinator[T]) InvalidateKey(key string) (bool, error) {
 	if err := c.checkKey(key); err != nil {
 		return false, err
+	}
+	if c.closedNow() {
+		return false, ErrClosed
 	}
 	e, ok := c.table.load(key)
 	if !ok {

@@ -86,11 +86,16 @@ func (r *Reservation[T]) Cancel() error {
 // fresh attempt id. The generation must be target's current one in the
 // coordinator's catalog, else a *FencedError is returned and the
 // reservation is kept. The returned guard must be completed (or dropped).
+// After the coordinator's Close it returns ErrClosed and the reservation
+// is kept (Cancel or Done gives it up).
 func (r *Reservation[T]) BeginDispatch(target T, generation uint64) (*Dispatch[T], error) {
 	c, e := r.c, r.e
 	slot := c.catalog.slot(target)
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	if c.closedNow() {
+		return nil, ErrClosed
+	}
 	now := c.now() // read once, under the lock: the operation happens at now
 	if !r.heldLocked(now) {
 		return nil, ErrReservationLost
@@ -120,12 +125,17 @@ func (c *Coordinator[T]) dispatchLocked(e *entry[T], r *Reservation[T], target T
 // binding is made (a Bump racing the call), the binding is stale at birth:
 // CommitAccepted returns the lease together with a *GenerationMovedError
 // (matching ErrStaleAtBirth); the key reads as absent, and the lease stays
-// valid to end (Release returns nil).
+// valid to end (Release returns nil). After the coordinator's Close it
+// returns ErrClosed and the reservation is kept (Cancel or Done gives it
+// up).
 func (r *Reservation[T]) CommitAccepted(target T, generation uint64) (Lease[T], error) {
 	c, e := r.c, r.e
 	slot := c.catalog.slot(target)
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	if c.closedNow() {
+		return Lease[T]{}, ErrClosed
+	}
 	now := c.now()
 	if !r.heldLocked(now) {
 		return Lease[T]{}, ErrReservationLost
@@ -192,6 +202,11 @@ func (d *Dispatch[T]) Reservation() *Reservation[T] { return d.r }
 //   - Ambiguous quarantines the key.
 //
 // An attempt that is no longer current is fenced: a *FencedError, no change.
+//
+// After the coordinator's Close nothing is committed or settled: Accepted,
+// and a late DefinitelyNotAccepted, return ErrClosed and change nothing,
+// leaving the guard in flight (Drop or Done quarantines it); Ambiguous and
+// an in-flight DefinitelyNotAccepted act as before.
 func (d *Dispatch[T]) Complete(o Outcome) (Lease[T], error) {
 	if o < Accepted || o > Ambiguous {
 		return Lease[T]{}, fmt.Errorf("placement: Complete: invalid outcome %d: %w", o, ErrInvalidArgument)
@@ -202,10 +217,16 @@ func (d *Dispatch[T]) Complete(o Outcome) (Lease[T], error) {
 		e.mu.Unlock()
 		return Lease[T]{}, ErrUsed
 	}
-	d.used = true
 	now := c.now() // read once, under the lock: the operation happens at now
 	c.timeoutsLocked(e, now)
 	current := !e.removed && (e.st == stDispatching || e.st == stQuarantined) && e.p.attempt == d.attempt
+	if c.closedNow() && (o == Accepted || o == DefinitelyNotAccepted && current && e.st == stQuarantined) {
+		// Nothing is committed or settled after Close; the guard stays
+		// in flight, for Drop or Done to end.
+		e.mu.Unlock()
+		return Lease[T]{}, ErrClosed
+	}
+	d.used = true
 	if !current && mutant("AcceptsStaleAttempt") && o == Accepted && !e.removed {
 		if e.p == nil {
 			e.p = &pending[T]{}
