@@ -330,3 +330,178 @@ func TestContract_CloseFencesEverything(t *testing.T) {
 		t.Errorf("the released lease still counts: %+v", i)
 	}
 }
+
+// promptly fails the test unless the waiter's Acquire returns a
+// reservation within a second (the manual clock never moves, so only a
+// wake-up makes it return).
+func promptly(t *testing.T, got <-chan waited, what string) Acquisition[target] {
+	t.Helper()
+	select {
+	case w := <-got:
+		if w.err != nil || w.a.Reservation == nil {
+			t.Fatalf("%s: the waiter got %v (hit %v), want a reservation", what, w.err, w.a.Hit())
+		}
+		return w.a
+	case <-time.After(time.Second):
+		t.Fatalf("%s: the waiter is still waiting: the reservation was not given back", what)
+	}
+	return Acquisition[target]{}
+}
+
+// Done on a hit releases the lease, once: after the caller's own Release
+// (or a second Done) it changes no count.
+func TestContract_DoneReleasesAHit(t *testing.T) {
+	c, _ := manual(t)
+	must(t, bind(t, c, "s", w1).Release())
+	other := hit(t, c, "s")
+	a, err := c.TryAcquire("s")
+	must(t, err)
+	a.Done()
+	if i := state(t, c, "s"); i.Leases != 1 {
+		t.Fatalf("after Done %d leases, want 1 (the other request's)", i.Leases)
+	}
+	a.Done()
+	b, err := c.TryAcquire("s")
+	must(t, err)
+	must(t, b.Lease.Release())
+	b.Done()
+	if i := state(t, c, "s"); i.Leases != 1 {
+		t.Fatalf("Done after Release: %d leases, want 1", i.Leases)
+	}
+	must(t, other.Release())
+	Acquisition[target]{}.Done() // what Acquire returns with an error: nothing held
+}
+
+// Done on a reservation that was never dispatched cancels it, and a waiter
+// becomes the next initializer; after the caller's own Cancel it leaves
+// alone the reservation another request has taken since.
+func TestContract_DoneCancelsAReservation(t *testing.T) {
+	c, _ := manual(t)
+	a, err := c.TryAcquire("s")
+	must(t, err)
+	got := waiter(c, "s")
+	a.Done()
+	next := promptly(t, got, "reserve then Done")
+	a.Done()
+	if i := state(t, c, "s"); i.State != StateReserved {
+		t.Fatalf("a second Done touched the next reservation: %v", i.State)
+	}
+	must(t, next.Reservation.Cancel())
+	next.Done() // after the caller's own Cancel
+	mine := reserve(t, c, "s")
+	next.Done()
+	a.Done()
+	if _, err := mine.BeginDispatch(w1, 1); err != nil {
+		t.Fatalf("an old request's Done ended a later reservation: %v", err)
+	}
+}
+
+// Done on a dispatch in flight quarantines the key (the target may have
+// accepted it); on a dispatch completed DefinitelyNotAccepted it gives the
+// reservation back at once, so a waiter proceeds.
+func TestContract_DoneEndsDispatches(t *testing.T) {
+	c, _ := manual(t)
+	a, err := c.TryAcquire("q")
+	must(t, err)
+	d, err := a.Reservation.BeginDispatch(w1, 1)
+	must(t, err)
+	a.Done()
+	if i := state(t, c, "q"); i.State != StateQuarantined || i.Attempt != d.Attempt() {
+		t.Fatalf("dispatch then Done: %+v, want quarantined", i)
+	}
+	a.Done()
+
+	a, err = c.TryAcquire("s")
+	must(t, err)
+	d, err = a.Reservation.BeginDispatch(w1, 1)
+	must(t, err)
+	got := waiter(c, "s")
+	_, err = d.Complete(DefinitelyNotAccepted)
+	must(t, err)
+	a.Done()
+	promptly(t, got, "DefinitelyNotAccepted then Done").Done()
+	if s := c.Stats(); s.Live != 1 {
+		t.Fatalf("live %d, want 1 (the quarantine)", s.Live)
+	}
+}
+
+// Done after Accepted releases the lease Complete (or CommitAccepted)
+// returned, unless the caller ended it: then it changes nothing.
+func TestContract_DoneReleasesTheCommittedLease(t *testing.T) {
+	c, _ := manual(t)
+	a, err := c.TryAcquire("s")
+	must(t, err)
+	d, err := a.Reservation.BeginDispatch(w1, 1)
+	must(t, err)
+	_, err = d.Complete(Accepted)
+	must(t, err)
+	a.Done()
+	if i := state(t, c, "s"); i.State != StateBound || i.Leases != 0 {
+		t.Fatalf("Accepted then Done: %+v, want bound with no lease", i)
+	}
+	other := hit(t, c, "s")
+	a.Done()
+	a, err = c.TryAcquire("t")
+	must(t, err)
+	l, err := a.Reservation.CommitAccepted(w2, 1)
+	must(t, err)
+	must(t, l.Close()) // the final request: ended by the caller
+	a.Done()
+	if i := state(t, c, "t"); i.State != StateAbsent {
+		t.Fatalf("CommitAccepted, Close, Done: %v", i.State)
+	}
+	if i := state(t, c, "s"); i.Leases != 1 {
+		t.Fatalf("a later Done touched another lease: %+v", i)
+	}
+	must(t, other.Release())
+}
+
+// A request that panics between two steps leaves nothing held: its
+// deferred Done ends the reservation or the dispatch.
+func TestContract_DoneAfterPanic(t *testing.T) {
+	c, _ := manual(t)
+	request := func(key string, dispatch bool) (attempt uint64) {
+		defer func() { _ = recover() }()
+		a, err := c.TryAcquire(key)
+		must(t, err)
+		defer a.Done()
+		if dispatch {
+			d, err := a.Reservation.BeginDispatch(w1, 1)
+			must(t, err)
+			attempt = d.Attempt()
+		}
+		panic("the router failed between two steps")
+	}
+	request("r", false)
+	if i := state(t, c, "r"); i.State != StateAbsent {
+		t.Fatalf("panic after Acquire: %v, want the reservation given back", i.State)
+	}
+	attempt := request("d", true)
+	if i := state(t, c, "d"); i.State != StateQuarantined || i.Attempt != attempt {
+		t.Fatalf("panic after BeginDispatch: %+v, want quarantined", i)
+	}
+}
+
+// Done after Close ends what the request holds, without a panic: a
+// dispatch whose Accepted was refused is quarantined, a reservation freed.
+func TestContract_DoneAfterClose(t *testing.T) {
+	c, _ := manual(t)
+	a, err := c.TryAcquire("d")
+	must(t, err)
+	d, err := a.Reservation.BeginDispatch(w1, 1)
+	must(t, err)
+	b, err := c.TryAcquire("r")
+	must(t, err)
+	must(t, c.Close())
+	if _, err := d.Complete(Accepted); !errors.Is(err, ErrClosed) {
+		t.Fatalf("Complete(Accepted) after Close: %v", err)
+	}
+	a.Done()
+	b.Done()
+	if i := state(t, c, "d"); i.State != StateQuarantined {
+		t.Fatalf("refused dispatch after Done: %v", i.State)
+	}
+	if i := state(t, c, "r"); i.State != StateAbsent {
+		t.Fatalf("reservation after Done: %v", i.State)
+	}
+}

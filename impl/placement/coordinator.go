@@ -173,6 +173,25 @@ type Acquisition[T comparable] struct {
 // Hit reports whether the session was bound and a lease was taken.
 func (a Acquisition[T]) Hit() bool { return a.Reservation == nil && a.Lease.b != nil }
 
+// Done ends whatever the request still holds from this acquisition, on
+// every path, so it is the one call to defer right after Acquire: a hit's
+// lease is released (unless the caller ended it already); for a
+// reservation it does what Reservation.Done does (cancel the reservation,
+// drop a dispatch in flight, release the lease the commit returned). A
+// panic between two steps leaves nothing held either. Done is idempotent,
+// reports nothing (a zero Acquisition, as Acquire returns with an error,
+// holds nothing), works after the coordinator's Close, and on a hit
+// allocates nothing.
+func (a Acquisition[T]) Done() {
+	if a.Reservation != nil {
+		a.Reservation.Done()
+		return
+	}
+	if a.Lease.b != nil {
+		_ = a.Lease.Release() // ErrUsed: the caller ended it
+	}
+}
+
 // Acquire returns a lease on key's binding, or a reservation when the key is
 // unbound (or its binding expired or its target's generation moved on).
 // While another request initializes the key, Acquire waits, until that ends

@@ -53,9 +53,14 @@ func (r Resolution) String() string {
 // Reservation is held by the one request that initializes a session. It
 // ends with BeginDispatch (and then the dispatch's outcome), CommitAccepted
 // or Cancel; if it outlives the coordinator's InitTimeout it is revoked.
+// Done ends whatever the request still holds through it.
 type Reservation[T comparable] struct {
 	c *Coordinator[T]
 	e *entry[T]
+	// What Done ends, guarded by e.mu: the last dispatch, and the lease a
+	// commit (Complete(Accepted), CommitAccepted) returned.
+	d     *Dispatch[T]
+	lease Lease[T]
 }
 
 // Key returns the reserved session key.
@@ -80,6 +85,39 @@ func (r *Reservation[T]) Cancel() error {
 	}
 	r.c.removeLocked(e, Event{Kind: EventRemoved, Key: e.key}, nil)
 	return nil
+}
+
+// Done ends whatever the request still holds through r, so that one
+// deferred call cleans up every path (see Acquisition.Done):
+//
+//   - the reservation, before any dispatch or back after
+//     DefinitelyNotAccepted: cancelled, so a waiter becomes the key's next
+//     initializer at once;
+//   - a dispatch in flight (never completed, or refused with ErrClosed):
+//     dropped, which quarantines the key, since the target may have
+//     accepted it;
+//   - the lease that Complete(Accepted) or CommitAccepted returned:
+//     released.
+//
+// Whatever the caller already ended (Cancel, Complete, a lease's Release,
+// Abandon, Invalidate or Close), or what ended without it (a timeout, a
+// Resolve), is left alone: Done never ends a later reservation, dispatch or
+// lease of the same key. Done is idempotent, reports nothing, and works
+// after the coordinator's Close.
+func (r *Reservation[T]) Done() {
+	e := r.e
+	e.mu.Lock()
+	d, l := r.d, r.lease
+	e.mu.Unlock()
+	if d != nil {
+		d.Drop() // a no-op once the dispatch has an outcome
+	}
+	if l.b != nil {
+		_ = l.Release() // ErrUsed: the caller ended it
+	}
+	if !mutant("DoneKeepsReservation") {
+		_ = r.Cancel() // ErrReservationLost: not held (dispatched, committed, revoked)
+	}
 }
 
 // BeginDispatch fixes the provisional target and its generation under a
@@ -108,6 +146,7 @@ func (r *Reservation[T]) BeginDispatch(target T, generation uint64) (*Dispatch[T
 
 func (c *Coordinator[T]) dispatchLocked(e *entry[T], r *Reservation[T], target T, slot *targetSlot[T], gen uint64, now int64) *Dispatch[T] {
 	d := &Dispatch[T]{c: c, e: e, r: r, attempt: c.attempts.Add(1), target: target, gen: gen}
+	r.d = d
 	e.st = stDispatching
 	e.p.attempt, e.p.target, e.p.slot, e.p.tgen = d.attempt, target, slot, gen
 	e.p.deadline = now + c.initTimeout
@@ -147,7 +186,8 @@ func (r *Reservation[T]) CommitAccepted(target T, generation uint64) (Lease[T], 
 	d.used = true
 	c.emitLocked(Event{Kind: EventCommitted, Key: e.key, Attempt: d.attempt, Generation: generation}, &e.p.target)
 	b, err := c.bindLocked(e, 1, now)
-	return c.newLease(b), err
+	r.lease = c.newLease(b)
+	return r.lease, err
 }
 
 // Dispatch is the guard of one dispatch attempt. Complete it with the
@@ -253,7 +293,8 @@ func (d *Dispatch[T]) Complete(o Outcome) (Lease[T], error) {
 		ev.Kind = EventCommitted
 		c.emitLocked(ev, &d.target)
 		b, err := c.bindLocked(e, 1, now)
-		return c.newLease(b), err
+		d.r.lease = c.newLease(b)
+		return d.r.lease, err
 	case o == DefinitelyNotAccepted && !late:
 		// The reservation comes back with its own deadline, so retries
 		// cannot keep a key initializing for ever: an initialization ends

@@ -684,6 +684,16 @@ func TestHotPath_AllocatesNothing(t *testing.T) {
 	if allocs != 0 {
 		t.Fatalf("hit + release allocates %.1f times", allocs)
 	}
+	allocs = testing.AllocsPerRun(1000, func() {
+		a, err := c.TryAcquire("s")
+		if err != nil || !a.Hit() {
+			t.Fatal("miss")
+		}
+		a.Done()
+	})
+	if allocs != 0 {
+		t.Fatalf("hit + Done allocates %.1f times", allocs)
+	}
 }
 
 // TestConcurrentLeasesBalance hammers one binding from many goroutines; the

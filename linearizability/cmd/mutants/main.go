@@ -33,6 +33,7 @@ var variants = []struct{ name, doc string }{
 	{"TornQueryRead", "Query reads the binding word, then the clock, and judges expiry from the two"},
 	{"StaleAtBirthSilent", "a commit whose binding is stale at birth returns no error (the caller believes the session bound)"},
 	{"AmbiguousWithoutTarget", "the *AmbiguousError and the Quarantined event leave out the attempt's target"},
+	{"DoneKeepsReservation", "Done leaves a reservation held (never dispatched, or back after DefinitelyNotAccepted): waiters block until the timeout"},
 	{"ActsAfterClose", "after Close, dispatches, commits, resolves and invalidations still act"},
 	{"AttemptsFromOne", "every coordinator counts attempt ids from 1, so they repeat across coordinators and restarts"},
 }
