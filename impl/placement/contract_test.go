@@ -505,3 +505,61 @@ func TestContract_DoneAfterClose(t *testing.T) {
 		t.Fatalf("reservation after Done: %v", i.State)
 	}
 }
+
+// Stats counts the keys live as the spec does (reserved, dispatching,
+// quarantined, or bound neither expired nor stale), whether or not the
+// expired, stale and timed-out entries have been swept yet, and the keys
+// quarantined now; Query gives an idle binding's deadline.
+func TestContract_StatsAndIdleDeadlineAreTruthful(t *testing.T) {
+	c, clk := manual(t, func(c *Config) { c.MaxEntries = 16 })
+	must(t, bind(t, c, "expired", w1).Release()) // idle deadline 10s
+	reserve(t, c, "timed-out")                   // deadline 5s
+	_, err := reserve(t, c, "late").BeginDispatch(w1, 1)
+	must(t, err)
+	must(t, clk.Set(6*time.Second))           // nothing swept: "timed-out" and "late" are past their deadline
+	must(t, bind(t, c, "idle", w1).Release()) // idle deadline 16s
+	leased := bind(t, c, "leased", w1)
+	must(t, bind(t, c, "stale", w2).Release())
+	c.BumpGeneration(w2)
+	reserve(t, c, "reserved") // deadline 11s
+	_, err = reserve(t, c, "dispatching").BeginDispatch(w1, 1)
+	must(t, err)
+	q, err := reserve(t, c, "quarantined").BeginDispatch(w1, 1)
+	must(t, err)
+	q.Drop()
+	must(t, clk.Set(10*time.Second)) // "expired" expires; nothing swept
+
+	s := c.Stats()
+	if s.Live != 6 || s.Quarantined != 2 {
+		t.Fatalf("Stats: %d live, %d quarantined; want 6 (late, idle, leased, reserved, dispatching, quarantined) and 2 (late, quarantined)",
+			s.Live, s.Quarantined)
+	}
+	if c.Now() != 10*time.Second {
+		t.Fatalf("Now %v, want the manual clock's 10s", c.Now())
+	}
+	for key, want := range map[string]time.Duration{"idle": 16 * time.Second, "leased": 0, "expired": 0, "stale": 0,
+		"reserved": 0, "late": 0} {
+		if got := state(t, c, key).IdleDeadline; got != want {
+			t.Errorf("%s: IdleDeadline %v, want %v", key, got, want)
+		}
+	}
+	must(t, leased.Release()) // idle from now: 10s + IdleTTL
+	if got := state(t, c, "leased").IdleDeadline; got != 20*time.Second {
+		t.Errorf("after Release: IdleDeadline %v, want 20s", got)
+	}
+	must(t, hit(t, c, "idle").Abandon()) // Abandon keeps the deadline
+	if got := state(t, c, "idle").IdleDeadline; got != 16*time.Second {
+		t.Errorf("after Abandon: IdleDeadline %v, want 16s", got)
+	}
+	must(t, c.Resolve("quarantined", q.Attempt(), 1, ResolveAccepted)) // bound at 10s, no lease
+	if i := state(t, c, "quarantined"); i.IdleDeadline != 20*time.Second {
+		t.Errorf("resolved binding: IdleDeadline %v, want 20s", i.IdleDeadline)
+	}
+	if s := c.Stats(); s.Live != 6 || s.Quarantined != 1 {
+		t.Fatalf("Stats after Resolve: %+v", s)
+	}
+	clk.Reclaim()
+	if s := c.Stats(); s.Live != 6 || s.Quarantined != 1 || c.live.Load() != 6 {
+		t.Fatalf("Stats after a sweep: %+v (%d slots held)", s, c.live.Load())
+	}
+}

@@ -136,6 +136,11 @@ func randomFirstAttempt() uint64 {
 	return binary.LittleEndian.Uint64(b[:])>>1 + 1
 }
 
+// Now returns the time on the coordinator's clock, the timeline of
+// Info.IdleDeadline: a manual clock's time, or the runtime's monotonic time
+// elapsed since New.
+func (c *Coordinator[T]) Now() time.Duration { return time.Duration(c.now()) }
+
 // closedNow reports whether Close has been called: the calls that would
 // reserve, dispatch, commit, resolve or invalidate then refuse.
 func (c *Coordinator[T]) closedNow() bool {

@@ -212,21 +212,22 @@ func ExampleManualClock_Set() {
 		a.Reservation.CommitAccepted(Worker{ID: 1}, 1)
 		a.Done()
 	}
-	clk.SetBy(time.Minute)               // both idle bindings are past their deadline
-	fmt.Println("live:", c.Stats().Live) // not swept yet
-	fmt.Println("a:", mustQuery(c, "a")) // Query expires it itself
-	clk.Reclaim()                        // one reaper tick: b goes
-	fmt.Println("live:", c.Stats().Live)
+	clk.SetBy(time.Minute) // both idle bindings are past their deadline
+	s := c.Stats()
+	fmt.Println("live:", s.Live, "reclaimed:", s.Expirations) // expired, not swept yet
+	fmt.Println("a:", mustQuery(c, "a"))                      // Query expires it itself
+	clk.Reclaim()                                             // one reaper tick: b goes
+	fmt.Println("reclaimed:", c.Stats().Expirations)
 	// Output:
 	// event 1 Reserved version 0
 	// event 2 Committed version 1
 	// event 3 Reserved version 0
 	// event 4 Committed version 2
-	// live: 2
+	// live: 0 reclaimed: 0
 	// event 5 Expired version 1
 	// a: Absent
 	// event 6 Expired version 2
-	// live: 0
+	// reclaimed: 2
 }
 
 func mustQuery(c *placement.Coordinator[Worker], key string) placement.State {

@@ -1072,8 +1072,11 @@ func TestSet_LazyExpiryIsReportedByWhoeverFindsIt(t *testing.T) {
 	rec.evs = nil
 	rec.mu.Unlock()
 	must(t, clk.Set(20*time.Second)) // past every idle deadline; nothing swept
-	if c.Stats().Live != 3 {
-		t.Fatalf("Set swept: %d live", c.Stats().Live)
+	if n := c.live.Load(); n != 3 || c.Stats().Expirations != 0 {
+		t.Fatalf("Set swept: %d entries hold a slot, stats %+v", n, c.Stats())
+	}
+	if s := c.Stats(); s.Live != 0 {
+		t.Fatalf("Stats counts %d expired bindings as live", s.Live)
 	}
 	if i := state(t, c, "q"); i.State != StateAbsent {
 		t.Fatalf("Query: %v", i.State)
@@ -1095,7 +1098,7 @@ func TestReclaim_SweepsAtTheCurrentTime(t *testing.T) {
 	c, clk := manual(t)
 	must(t, bind(t, c, "s", w1).Release())
 	must(t, clk.Set(10*time.Second))
-	if c.Stats().Live != 1 {
+	if c.live.Load() != 1 || c.Stats().Expirations != 0 {
 		t.Fatal("Set reclaimed")
 	}
 	clk.Reclaim()

@@ -32,6 +32,7 @@ var variants = []struct{ name, doc string }{
 	{"ExpiryWithoutKill", "Query reports an expired binding gone without winning its word (a hit that read the clock first still takes a lease)"},
 	{"TornQueryRead", "Query reads the binding word, then the clock, and judges expiry from the two"},
 	{"StaleAtBirthSilent", "a commit whose binding is stale at birth returns no error (the caller believes the session bound)"},
+	{"LiveCountsUnswept", "Stats.Live counts expired, stale and timed-out entries until a sweep reclaims them"},
 	{"AmbiguousWithoutTarget", "the *AmbiguousError and the Quarantined event leave out the attempt's target"},
 	{"DoneKeepsReservation", "Done leaves a reservation held (never dispatched, or back after DefinitelyNotAccepted): waiters block until the timeout"},
 	{"ActsAfterClose", "after Close, dispatches, commits, resolves and invalidations still act"},
@@ -121,7 +122,7 @@ func run() int {
 	return 0
 }
 
-var divergence = regexp.MustCompile(`returned [^\n]*? the model says [^\n\s]*|reads \{[^}]*\}[^\n]*?model says \{[^}]*\}|is Illegal[^;]*|lost wake-up|contract_test\.go:\d+: [^\n]*`)
+var divergence = regexp.MustCompile(`returned [^\n]*? the model says [^\n\s]*|reads \{[^}]*\}[^\n]*?model says \{[^}]*\}|is Illegal[^;]*|lost wake-up|Stats reads [^\n]*|has IdleDeadline [^\n]*|contract_test\.go:\d+: [^\n]*`)
 
 // runChecker runs one checker with the variant set; ok is true when it passes.
 // Each round draws fresh seeds: rapid's are random; Porcupine's plans start
