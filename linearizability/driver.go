@@ -153,7 +153,7 @@ func (d *Driver) checkStats() error {
 		}
 	}
 	if s := d.Sys.C.Stats(); s.Live != live || s.Quarantined != quarantined {
-		return fmt.Errorf("Stats reads %d live and %d quarantined, the model says %d and %d",
+		return fmt.Errorf("stats: Stats reads %d live and %d quarantined, the model says %d and %d",
 			s.Live, s.Quarantined, live, quarantined)
 	}
 	return nil

@@ -200,7 +200,7 @@ func wantStaleAtBirth(t *testing.T, c *Coordinator[target], err error, attempt u
 // CommitAccepted raced by a Bump each return an error matching
 // ErrStaleAtBirth, and a lease returned with it is released without error.
 func TestContract_StaleAtBirthIsReported(t *testing.T) {
-	c, clk := manual(t)
+	c, _ := manual(t)
 
 	d, err := reserve(t, c, "s").BeginDispatch(w1, 1)
 	must(t, err)
@@ -213,7 +213,7 @@ func TestContract_StaleAtBirthIsReported(t *testing.T) {
 	must(t, l.Release())
 	wantUsed(t, l.Release(), "second release of a stale-at-birth lease")
 
-	c, clk = manual(t)
+	c, clk := manual(t)
 	d, err = reserve(t, c, "s").BeginDispatch(w1, 1)
 	must(t, err)
 	must(t, clk.AdvanceBy(5*time.Second)) // DispatchTimeout: quarantined
