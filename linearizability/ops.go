@@ -143,6 +143,9 @@ func (o Output) String() string {
 	case o.State != "":
 		return fmt.Sprintf("%s(t%d g%d a%d)", o.State, o.Target, o.Gen, o.Attempt)
 	}
+	if o.Stale && o.Kind == OutOK { // a Resolve
+		return "ok(stale at birth)"
+	}
 	if o.Stale {
 		return fmt.Sprintf("%s(t%d g%d v%d, stale at birth)", o.Kind, o.Target, o.Gen, o.Attempt)
 	}
