@@ -13,7 +13,11 @@ import (
 // Expired"), and a key's Seq going backwards.
 func TestLifecycle_CatchesOutOfOrderEvents(t *testing.T) {
 	ev := func(k placement.EventKind, key string, seq uint64) placement.Event {
-		return placement.Event{Kind: k, Key: key, Seq: seq}
+		e := placement.Event{Kind: k, Key: key, Seq: seq}
+		if carriesTarget(k) {
+			e.Target = 0
+		}
+		return e
 	}
 	cases := []struct {
 		name string
@@ -29,6 +33,8 @@ func TestLifecycle_CatchesOutOfOrderEvents(t *testing.T) {
 			ev(placement.EventReserved, "a", 3)}, "cannot follow state Bound"},
 		{"seq backwards", []placement.Event{ev(placement.EventReserved, "a", 2), ev(placement.EventRemoved, "a", 1)},
 			"has seq 1 after seq 2"},
+		{"quarantined without its target", []placement.Event{ev(placement.EventReserved, "a", 1),
+			{Kind: placement.EventQuarantined, Key: "a", Attempt: 1, Seq: 2}}, "Quarantined (attempt 1, seq 2) names no target"},
 	}
 	for _, c := range cases {
 		var l Lifecycle

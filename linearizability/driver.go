@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"time"
 
 	"pgregory.net/rapid"
 
@@ -85,7 +86,7 @@ func (d *Driver) Close() { d.Sys.Close() }
 
 // Step performs in on both sides and reports the first divergence.
 func (d *Driver) Step(in Input) error {
-	want, next, ok := d.St.Expect(d.State, in)
+	want, next, ok := d.St.Want(d.State, in)
 	if !ok {
 		return fmt.Errorf("the model has no step for %s in this state:\n%s", in, d.St.M.FormatState(&d.State))
 	}
@@ -106,11 +107,54 @@ func (d *Driver) Step(in Input) error {
 		if w := d.St.Observe(&d.State, k); o != w {
 			return fmt.Errorf("after %s key k%d reads %+v, the model says %+v\n%s", in, k, o, w, d.TraceString())
 		}
+		if err := d.checkIdleDeadline(k); err != nil {
+			return fmt.Errorf("after %s %v\n%s", in, err, d.TraceString())
+		}
+	}
+	if err := d.checkStats(); err != nil {
+		return fmt.Errorf("after %s %v\n%s", in, err, d.TraceString())
 	}
 	for name, inv := range model.Invariants {
 		if name != "TypeOK" && !inv.Holds(d.St.M, &d.State) {
 			return fmt.Errorf("model invariant %s fails after %s", name, in)
 		}
+	}
+	return nil
+}
+
+// checkIdleDeadline compares key k's Info.IdleDeadline with the model's
+// idle deadline: set for a live binding with no leases, zero otherwise.
+func (d *Driver) checkIdleDeadline(k int) error {
+	i, err := d.Sys.C.Query(d.Sys.KeyName(k))
+	if err != nil {
+		return err
+	}
+	var want time.Duration
+	if e := &d.State.Table[k]; d.St.M.LiveBound(&d.State, e) && e.Leases == 0 {
+		want = time.Duration(e.Deadline) * Unit
+	}
+	if i.IdleDeadline != want {
+		return fmt.Errorf("key k%d has IdleDeadline %v, the model says %v", k, i.IdleDeadline, want)
+	}
+	return nil
+}
+
+// checkStats compares Stats' Live and Quarantined with the model: the keys
+// that occupy a slot (Occupies), and the quarantined ones.
+func (d *Driver) checkStats() error {
+	var live, quarantined int64
+	for k := range d.State.Table {
+		e := &d.State.Table[k]
+		if d.St.M.Occupies(&d.State, e) {
+			live++
+		}
+		if e.St == model.Quarantined {
+			quarantined++
+		}
+	}
+	if s := d.Sys.C.Stats(); s.Live != live || s.Quarantined != quarantined {
+		return fmt.Errorf("stats: Stats reads %d live and %d quarantined, the model says %d and %d",
+			s.Live, s.Quarantined, live, quarantined)
 	}
 	return nil
 }

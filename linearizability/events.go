@@ -10,7 +10,8 @@ import (
 // Lifecycle checks the order of the events an Observer receives, key by
 // key: the coordinator promises each key's events in the order its changes
 // happened, so each event must be possible in the state that key's earlier
-// events left it in. Use Observe as the Observer (it is safe for
+// events left it in; and the events of an attempt or a binding name its
+// target. Use Observe as the Observer (it is safe for
 // concurrent use) and Err after the run.
 type Lifecycle struct {
 	mu    sync.Mutex
@@ -58,6 +59,17 @@ func (from lifeState) next(kind placement.EventKind) (lifeState, bool) {
 	return from, false
 }
 
+// carriesTarget reports whether events of kind always name their attempt's
+// or binding's target (Removed does only when a binding ends).
+func carriesTarget(kind placement.EventKind) bool {
+	switch kind {
+	case placement.EventCommitted, placement.EventRolledBack, placement.EventQuarantined,
+		placement.EventResolved, placement.EventExpired:
+		return true
+	}
+	return false
+}
+
 // Observe records ev; use it as Config.Observer.
 func (l *Lifecycle) Observe(ev placement.Event) {
 	l.mu.Lock()
@@ -75,6 +87,8 @@ func (l *Lifecycle) Observe(ev placement.Event) {
 			ev.Key, ev.Kind, ev.Attempt, ev.Seq, lifeNames[from])
 	case ev.Seq <= l.seq[ev.Key]:
 		l.err = fmt.Errorf("key %s: event %v has seq %d after seq %d", ev.Key, ev.Kind, ev.Seq, l.seq[ev.Key])
+	case ev.Target == nil && carriesTarget(ev.Kind):
+		l.err = fmt.Errorf("key %s: event %v (attempt %d, seq %d) names no target", ev.Key, ev.Kind, ev.Attempt, ev.Seq)
 	}
 	l.state[ev.Key], l.seq[ev.Key] = to, ev.Seq
 }

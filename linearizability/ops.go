@@ -123,6 +123,9 @@ type Output struct {
 	Gen     uint64  `json:"gen,omitempty"`
 	Attempt uint64  `json:"attempt,omitempty"`
 	Err     string  `json:"err,omitempty"` // OutError only: an error no operation may return
+	// Stale: a commit (Complete(Accepted), CommitAccepted, an Accepted
+	// Resolve) reported its binding stale at birth (ErrStaleAtBirth).
+	Stale bool `json:"stale,omitempty"`
 	// State, Leases and Closing: what a Query read (State is the state's
 	// name; Target, Gen and Attempt as Observed).
 	State   string `json:"state,omitempty"`
@@ -140,10 +143,18 @@ func (o Output) String() string {
 	case o.State != "":
 		return fmt.Sprintf("%s(t%d g%d a%d)", o.State, o.Target, o.Gen, o.Attempt)
 	}
+	if o.Stale && o.Kind == OutOK { // a Resolve
+		return "ok(stale at birth)"
+	}
+	if o.Stale {
+		return fmt.Sprintf("%s(t%d g%d v%d, stale at birth)", o.Kind, o.Target, o.Gen, o.Attempt)
+	}
 	switch o.Kind {
 	case OutHit, OutCommitted:
 		return fmt.Sprintf("%s(t%d g%d v%d)", o.Kind, o.Target, o.Gen, o.Attempt)
-	case OutAmbiguous, OutDispatched:
+	case OutAmbiguous:
+		return fmt.Sprintf("%s(t%d a%d g%d)", o.Kind, o.Target, o.Attempt, o.Gen)
+	case OutDispatched:
 		return fmt.Sprintf("%s(a%d g%d)", o.Kind, o.Attempt, o.Gen)
 	case OutOK:
 		if o.Gen != 0 {

@@ -83,6 +83,7 @@ func NewSystem(sh Shape, mutate ...func(*placement.Config)) (*System, error) {
 		IdleTTL: time.Duration(sh.TTL) * Unit, ReserveTimeout: time.Duration(sh.ReserveTimeout) * Unit,
 		DispatchTimeout: time.Duration(sh.DispatchTimeout) * Unit, QuarantineTTL: time.Duration(sh.QuarantineTTL) * Unit,
 		MaxEntries: sh.Capacity, MaxKeyBytes: 16, Clock: clk,
+		FirstAttempt: 1, // the model's attempt ids count from 1
 	}
 	for _, m := range mutate {
 		m(&cfg)
@@ -150,9 +151,11 @@ func (s *System) Do(ctx context.Context, in Input) Output {
 	case OpCommitAccepted:
 		l, err := cl.res.CommitAccepted(in.Target, in.Gen)
 		switch {
-		case err == nil:
+		case err == nil, errors.Is(err, placement.ErrStaleAtBirth):
+			// Committed; stale at birth if a Bump raced the call (the
+			// lease still ends as any lease does).
 			cl.lease, cl.holds = l, HoldsLease
-			return Output{Kind: OutCommitted, Target: l.Target(), Gen: l.Generation(), Attempt: l.Version()}
+			return Output{Kind: OutCommitted, Target: l.Target(), Gen: l.Generation(), Attempt: l.Version(), Stale: err != nil}
 		case errors.Is(err, placement.ErrReservationLost):
 			cl.holds = HoldsNothing
 		}
@@ -164,12 +167,13 @@ func (s *System) Do(ctx context.Context, in Input) Output {
 		o := []placement.Outcome{placement.Accepted, placement.DefinitelyNotAccepted, placement.Ambiguous}[in.Outcome]
 		l, err := cl.d.Complete(o)
 		cl.holds = HoldsNothing
+		stale := errors.Is(err, placement.ErrStaleAtBirth) // committed, with a lease, but stale at birth
 		switch {
-		case err != nil:
+		case err != nil && !stale:
 			return errOutput(err)
 		case o == placement.Accepted:
 			cl.lease, cl.holds = l, HoldsLease
-			return Output{Kind: OutCommitted, Target: l.Target(), Gen: l.Generation(), Attempt: l.Version()}
+			return Output{Kind: OutCommitted, Target: l.Target(), Gen: l.Generation(), Attempt: l.Version(), Stale: stale}
 		case o == placement.DefinitelyNotAccepted:
 			// The reservation is held again, unless the result came late
 			// and settled a quarantine; using it then reports it lost.
@@ -199,7 +203,11 @@ func (s *System) Do(ctx context.Context, in Input) Output {
 		return errOutput(l.Close())
 	case OpResolve:
 		res := []placement.Resolution{placement.ResolveAccepted, placement.ResolveNotAccepted}[in.Outcome]
-		return errOutput(s.C.Resolve(s.keys[in.Key], in.Attempt, in.Gen, res))
+		err := s.C.Resolve(s.keys[in.Key], in.Attempt, in.Gen, res)
+		if errors.Is(err, placement.ErrStaleAtBirth) {
+			return Output{Kind: OutOK, Stale: true} // settled, stale at birth
+		}
+		return errOutput(err)
 	case OpInvalidateKey:
 		removed, err := s.C.InvalidateKey(s.keys[in.Key])
 		if err != nil {
@@ -235,7 +243,11 @@ func errOutput(err error) Output {
 	case err == nil:
 		return Output{Kind: OutOK}
 	case errors.As(err, &amb):
-		return Output{Kind: OutAmbiguous, Attempt: amb.Attempt, Gen: amb.Generation}
+		t, ok := amb.Target.(int)
+		if !ok {
+			t = -1 // no target: never what the model says
+		}
+		return Output{Kind: OutAmbiguous, Attempt: amb.Attempt, Gen: amb.Generation, Target: t}
 	case errors.Is(err, placement.ErrCapacity):
 		return Output{Kind: OutCapacity}
 	case errors.Is(err, placement.ErrWouldWait):

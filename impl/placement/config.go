@@ -22,6 +22,11 @@ const (
 // quarantine outlives the request it protects against replaying.
 const DefaultQuarantineTTL = 10 * time.Minute
 
+// MaxFirstAttempt is the largest Config.FirstAttempt, and the top of the
+// range a random start is drawn from: a counter that starts at or below it
+// issues 2^63 ids before it could wrap.
+const MaxFirstAttempt = 1 << 63
+
 // Config configures a Coordinator.
 type Config struct {
 	// IdleTTL is how long a binding with no active leases lives (1 s .. 1 year).
@@ -54,6 +59,13 @@ type Config struct {
 	// background reaper), or a *ManualClock a simulation host advances
 	// (no reaper goroutine; Advance reclaims).
 	Clock *ManualClock
+	// FirstAttempt is the first attempt id the coordinator issues (see
+	// Dispatch.Attempt); it counts up from there. 0, the default, draws the
+	// start at random from [1, MaxFirstAttempt], so that ids stay unique
+	// across coordinators and restarts. Set it only where ids must be
+	// reproducible, as in a deterministic simulation host; at most
+	// MaxFirstAttempt.
+	FirstAttempt uint64
 	// Observer, if set, is called on every state change of the cold paths
 	// (never on a hit or a release that keeps the binding), while the key's
 	// entry is locked, so each key's events arrive in order (see Event). It
@@ -82,6 +94,9 @@ func (c *Config) validate() (Config, error) {
 	}
 	if c.MaxKeyBytes <= 0 {
 		return out, &ConfigError{Field: "MaxKeyBytes", Reason: fmt.Sprintf("must be positive, got %d", c.MaxKeyBytes)}
+	}
+	if c.FirstAttempt > MaxFirstAttempt {
+		return out, &ConfigError{Field: "FirstAttempt", Reason: fmt.Sprintf("must be at most 2^63, got %d", c.FirstAttempt)}
 	}
 	return out, nil
 }
@@ -132,4 +147,10 @@ type Event struct {
 	Generation uint64
 	// Seq is the event's place in the coordinator's sequence (1, 2, ...).
 	Seq uint64
+	// Target is the T value of the target the event concerns: the
+	// attempt's (Committed, RolledBack, Quarantined, Resolved) or the
+	// binding's (Expired, and Removed when a binding ends), so a resolver
+	// of a quarantine needs no Query. It is nil for Reserved,
+	// CapacityRejected and the Removed of a reservation.
+	Target any
 }

@@ -2,6 +2,8 @@ package placement
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/binary"
 	"fmt"
 	"math"
 	"sync"
@@ -24,7 +26,7 @@ type Coordinator[T comparable] struct {
 
 	table    *table[T]
 	live     atomic.Int64
-	attempts atomic.Uint64
+	attempts atomic.Uint64 // the last attempt id issued
 	catalog  catalog[T]
 	leases   sync.Pool // *leaseSlot, for leases taken while a cell is busy
 
@@ -52,6 +54,9 @@ type Coordinator[T comparable] struct {
 	// testHoldWaiters, while set by tests, keeps woken waiters from
 	// running on (as a scheduler that does not run them would).
 	testHoldWaiters atomic.Bool
+	// testBeforeBind, when set by tests, runs right before a commit reads
+	// its target's generation (with the entry's lock held).
+	testBeforeBind func()
 }
 
 // New returns a coordinator for cfg. With a runtime clock (cfg.Clock nil) it
@@ -76,6 +81,11 @@ func New[T comparable](cfg Config) (*Coordinator[T], error) {
 	c.leases.New = func() any { return &leaseSlot{stripe: stripes.Add(1) % uint64(len(c.stats.sharedHits))} }
 	c.catalog.owner = c
 	c.nextExpiry.Store(math.MaxInt64)
+	first := v.FirstAttempt
+	if first == 0 {
+		first = randomFirstAttempt()
+	}
+	c.attempts.Store(first - 1)
 	if v.Clock != nil {
 		c.manual = v.Clock
 		sub, err := v.Clock.attach(max(c.ttl, c.reserveTimeout, c.dispatchTimeout, c.quarantineTTL), c.sweep)
@@ -93,8 +103,24 @@ func New[T comparable](cfg Config) (*Coordinator[T], error) {
 }
 
 // Close stops the reaper (or detaches from the manual clock) and wakes every
-// waiter with ErrClosed. Later Acquires fail with ErrClosed; leases already
-// held may still be released. Close is idempotent.
+// waiter with ErrClosed. Close is idempotent.
+//
+// After Close nothing is reserved, dispatched, committed, resolved or
+// invalidated any more: Acquire, TryAcquire, BeginDispatch, CommitAccepted,
+// Complete(Accepted), a late Complete(DefinitelyNotAccepted) (one that
+// would settle a quarantine), Resolve and InvalidateKey return ErrClosed
+// and change nothing. What a request holds can still be ended, so its
+// deferred cleanup runs clean: Reservation.Cancel gives a reservation up;
+// Dispatch.Drop and Complete(Ambiguous) quarantine a dispatch in flight
+// (including one whose Complete was refused with ErrClosed);
+// Complete(DefinitelyNotAccepted) of a dispatch in flight returns its
+// reservation (to cancel); Lease.Release, Abandon, Invalidate and Close
+// end a lease as before (the last two may still remove its binding); and
+// Acquisition.Done and Reservation.Done end whatever is left. Query, Stats
+// and Generation still read, and BumpGeneration still records a
+// generation. Nothing is swept any more, though Query still expires what it
+// finds past its deadline. A call that overlaps Close may take effect
+// before it.
 func (c *Coordinator[T]) Close() error {
 	c.closeOnce.Do(func() {
 		c.closed.Store(true)
@@ -105,6 +131,28 @@ func (c *Coordinator[T]) Close() error {
 		}
 	})
 	return nil
+}
+
+// randomFirstAttempt draws a first attempt id uniformly from
+// [1, MaxFirstAttempt] with crypto/rand.
+func randomFirstAttempt() uint64 {
+	var b [8]byte
+	_, _ = rand.Read(b[:]) // never fails (crypto/rand.Read's contract)
+	if mutant("AttemptsFromOne") {
+		return 1
+	}
+	return binary.LittleEndian.Uint64(b[:])>>1 + 1
+}
+
+// Now returns the time on the coordinator's clock, the timeline of
+// Info.IdleDeadline: a manual clock's time, or the runtime's monotonic time
+// elapsed since New.
+func (c *Coordinator[T]) Now() time.Duration { return time.Duration(c.now()) }
+
+// closedNow reports whether Close has been called: the calls that would
+// reserve, dispatch, commit, resolve or invalidate then refuse.
+func (c *Coordinator[T]) closedNow() bool {
+	return c.closed.Load() && !mutant("ActsAfterClose")
 }
 
 // now reads the coordinator's clock: the manual clock, or the runtime's
@@ -137,6 +185,25 @@ type Acquisition[T comparable] struct {
 
 // Hit reports whether the session was bound and a lease was taken.
 func (a Acquisition[T]) Hit() bool { return a.Reservation == nil && a.Lease.b != nil }
+
+// Done ends whatever the request still holds from this acquisition, on
+// every path, so it is the one call to defer right after Acquire: a hit's
+// lease is released (unless the caller ended it already); for a
+// reservation it does what Reservation.Done does (cancel the reservation,
+// drop a dispatch in flight, release the lease the commit returned). A
+// panic between two steps leaves nothing held either. Done is idempotent,
+// reports nothing (a zero Acquisition, as Acquire returns with an error,
+// holds nothing), works after the coordinator's Close, and on a hit
+// allocates nothing.
+func (a Acquisition[T]) Done() {
+	if a.Reservation != nil {
+		a.Reservation.Done()
+		return
+	}
+	if a.Lease.b != nil {
+		_ = a.Lease.Release() // ErrUsed: the caller ended it
+	}
+}
 
 // Acquire returns a lease on key's binding, or a reservation when the key is
 // unbound (or its binding expired or its target's generation moved on).
@@ -206,7 +273,7 @@ func (c *Coordinator[T]) entryFor(key string) *entry[T] {
 func (c *Coordinator[T]) acquireSlow(ctx context.Context, key string, wait bool) (Acquisition[T], error) {
 	var (
 		w      *waiting[T] // this call's place in its key's queue, once it waits
-		we     *entry[T]  // the entry w is queued on
+		we     *entry[T]   // the entry w is queued on
 		swept  bool
 		waited bool
 	)
@@ -240,7 +307,7 @@ func (c *Coordinator[T]) acquireSlow(ctx context.Context, key string, wait bool)
 			// Close came after the entry was found or created: an absent
 			// entry this call may have linked must not stay in the table.
 			if e.st == stAbsent {
-				c.removeLocked(e, Event{})
+				c.removeLocked(e, Event{}, nil)
 			}
 			e.mu.Unlock()
 			return Acquisition[T]{}, c.leaveClosed(we, w)
@@ -282,10 +349,10 @@ func (c *Coordinator[T]) acquireSlow(ctx context.Context, key string, wait bool)
 					continue
 				}
 				c.stats.expirations.Add(1)
-				c.emitLocked(Event{Kind: EventExpired, Key: key, Attempt: b.version, Generation: b.gen})
+				c.emitLocked(Event{Kind: EventExpired, Key: key, Attempt: b.version, Generation: b.gen}, &b.target)
 			} else {
 				b.kill()
-				c.emitLocked(Event{Kind: EventRemoved, Key: key, Attempt: b.version, Generation: b.gen})
+				c.emitLocked(removedEvent(b), &b.target)
 			}
 			// Expired or stale: the key is free. Re-initialize it in place,
 			// reusing the slot, for the longest waiter if one waits ahead.
@@ -310,7 +377,10 @@ func (c *Coordinator[T]) acquireSlow(ctx context.Context, key string, wait bool)
 				return Acquisition[T]{Reservation: r}, nil
 			}
 			e.leaveLocked(w)
-			err := &AmbiguousError{Key: key, Attempt: e.p.attempt, Generation: e.p.tgen}
+			err := &AmbiguousError{Key: key, Attempt: e.p.attempt, Generation: e.p.tgen, Target: e.p.target}
+			if mutant("AmbiguousWithoutTarget") {
+				err.Target = nil
+			}
 			e.mu.Unlock()
 			return Acquisition[T]{}, err
 		default: // absent: a fresh entry
@@ -321,14 +391,14 @@ func (c *Coordinator[T]) acquireSlow(ctx context.Context, key string, wait bool)
 					// fresh entry leaves the table meanwhile, so nothing
 					// (a Close, say) can strand it there; the next round
 					// links a new one.
-					c.removeLocked(e, Event{})
+					c.removeLocked(e, Event{}, nil)
 					e.mu.Unlock()
 					c.sweep(now)
 					swept = true
 					continue
 				}
 				c.stats.capacity.Add(1)
-				c.removeLocked(e, Event{Kind: EventCapacityRejected, Key: key})
+				c.removeLocked(e, Event{Kind: EventCapacityRejected, Key: key}, nil)
 				e.mu.Unlock()
 				return Acquisition[T]{}, &CapacityError{MaxEntries: c.cfg.MaxEntries}
 			}
@@ -383,7 +453,7 @@ func (c *Coordinator[T]) leaveClosed(e *entry[T], w *waiting[T]) error {
 	e.mu.Lock()
 	e.leaveLocked(w)
 	if r := w.resv; r != nil && !e.removed && e.st == stReserved && e.p.resv == r {
-		c.removeLocked(e, Event{Kind: EventRemoved, Key: e.key})
+		c.removeLocked(e, Event{Kind: EventRemoved, Key: e.key}, nil)
 	}
 	e.mu.Unlock()
 	return ErrClosed
@@ -421,22 +491,22 @@ func (c *Coordinator[T]) reserveLocked(e *entry[T], now int64) *Reservation[T] {
 	e.st, e.p = stReserved, &pending[T]{resv: r, deadline: d, resDeadline: d}
 	c.noteDeadline(e.p.deadline)
 	c.stats.reservations.Add(1)
-	c.emitLocked(Event{Kind: EventReserved, Key: e.key})
+	c.emitLocked(Event{Kind: EventReserved, Key: e.key}, nil)
 	return r
 }
 
-// removeLocked reports ev (if it has a Kind), then makes the entry absent:
-// it leaves the table and frees its slot. The event goes first: once the
-// entry is unlinked, a fresh entry for the same key can report events of
-// its own, and they must come after this one. If requests wait on the key
-// (and the coordinator is open), the longest waiter is handed the key
-// instead: the entry stays, reserved for it, with its slot.
-func (c *Coordinator[T]) removeLocked(e *entry[T], ev Event) {
+// removeLocked reports ev (if it has a Kind) with its target, then makes
+// the entry absent: it leaves the table and frees its slot. The event goes
+// first: once the entry is unlinked, a fresh entry for the same key can
+// report events of its own, and they must come after this one. If requests
+// wait on the key (and the coordinator is open), the longest waiter is
+// handed the key instead: the entry stays, reserved for it, with its slot.
+func (c *Coordinator[T]) removeLocked(e *entry[T], ev Event, target *T) {
 	if e.removed {
 		return
 	}
 	if ev.Kind != 0 {
-		c.emitLocked(ev)
+		c.emitLocked(ev, target)
 	}
 	if b := e.bound.Load(); b != nil {
 		b.kill()
@@ -470,22 +540,30 @@ func (c *Coordinator[T]) removeLocked(e *entry[T], ev Event) {
 func (c *Coordinator[T]) timeoutsLocked(e *entry[T], now int64) {
 	switch {
 	case e.st == stReserved && e.p.deadline <= now:
-		c.removeLocked(e, Event{Kind: EventRemoved, Key: e.key})
+		c.removeLocked(e, Event{Kind: EventRemoved, Key: e.key}, nil)
 	case e.st == stDispatching && e.p.deadline <= now:
 		// QuarantineTTL counts from the dispatch's deadline, however late
 		// this access applies the timeout.
 		c.quarantineLocked(e, e.p.deadline)
-		c.emitLocked(Event{Kind: EventQuarantined, Key: e.key, Attempt: e.p.attempt, Generation: e.p.tgen})
+		c.emitLocked(Event{Kind: EventQuarantined, Key: e.key, Attempt: e.p.attempt, Generation: e.p.tgen}, quarantinedTarget(e))
 	}
 	if e.st == stQuarantined && !e.removed {
 		switch {
 		case e.p.slot.gen.Load() != e.p.tgen && !mutant("QuarantineIgnoresGeneration"):
-			c.removeLocked(e, Event{Kind: EventRemoved, Key: e.key, Attempt: e.p.attempt, Generation: e.p.tgen})
+			c.removeLocked(e, Event{Kind: EventRemoved, Key: e.key, Attempt: e.p.attempt, Generation: e.p.tgen}, quarantinedTarget(e))
 		case e.p.deadline <= now && !mutant("QuarantineNeverExpires"):
 			c.stats.quarantineExpirations.Add(1)
-			c.removeLocked(e, Event{Kind: EventQuarantineExpired, Key: e.key, Attempt: e.p.attempt, Generation: e.p.tgen})
+			c.removeLocked(e, Event{Kind: EventQuarantineExpired, Key: e.key, Attempt: e.p.attempt, Generation: e.p.tgen}, quarantinedTarget(e))
 		}
 	}
+}
+
+// quarantinedTarget is the target a Quarantined event of e reports.
+func quarantinedTarget[T comparable](e *entry[T]) *T {
+	if mutant("AmbiguousWithoutTarget") {
+		return nil
+	}
+	return &e.p.target
 }
 
 // quarantineLocked quarantines e's attempt, which became ambiguous at
@@ -583,7 +661,7 @@ func (c *Coordinator[T]) sweep(now int64) {
 			b := e.bound.Load()
 			switch {
 			case b.stale():
-				c.removeLocked(e, removedEvent(b))
+				c.removeBindingLocked(e, b)
 			case b.killIfExpired(now):
 				c.expiredLocked(e, b)
 			default:
@@ -603,12 +681,18 @@ func (c *Coordinator[T]) sweep(now int64) {
 // expired (killIfExpired), and reports it.
 func (c *Coordinator[T]) expiredLocked(e *entry[T], b *binding[T]) {
 	c.stats.expirations.Add(1)
-	c.removeLocked(e, Event{Kind: EventExpired, Key: e.key, Attempt: b.version, Generation: b.gen})
+	c.removeLocked(e, Event{Kind: EventExpired, Key: e.key, Attempt: b.version, Generation: b.gen}, &b.target)
 }
 
 // removedEvent reports that binding b left the table (not by expiry).
 func removedEvent[T comparable](b *binding[T]) Event {
 	return Event{Kind: EventRemoved, Key: b.e.key, Attempt: b.version, Generation: b.gen}
+}
+
+// removeBindingLocked removes e, whose binding b ends (not by expiry), and
+// reports it.
+func (c *Coordinator[T]) removeBindingLocked(e *entry[T], b *binding[T]) {
+	c.removeLocked(e, removedEvent(b), &b.target)
 }
 
 // publishHint sets nextExpiry to the earliest deadline a sweep saw. It may
@@ -631,12 +715,17 @@ func (c *Coordinator[T]) publishHint(earliest int64, notesAtStart uint64) {
 	}
 }
 
-// emitLocked reports ev to the Observer. Callers hold the lock of ev.Key's
-// entry, so one key's events reach the Observer in the order its changes
-// happened; Seq orders them across keys (see Event).
-func (c *Coordinator[T]) emitLocked(ev Event) {
+// emitLocked reports ev to the Observer, with *target (if target is not
+// nil) as its Target: the target is boxed only when an Observer is there.
+// Callers hold the lock of ev.Key's entry, so one key's events reach the
+// Observer in the order its changes happened; Seq orders them across keys
+// (see Event).
+func (c *Coordinator[T]) emitLocked(ev Event, target *T) {
 	if c.cfg.Observer == nil {
 		return
+	}
+	if target != nil {
+		ev.Target = *target
 	}
 	ev.Seq = c.eventSeq.Add(1)
 	c.cfg.Observer(ev)
@@ -676,13 +765,23 @@ func (c *Coordinator[T]) reapLoop(cadence time.Duration) (stopped bool) {
 // attempt's target (with no lease and a fresh idle deadline), NotAccepted
 // makes it absent. The attempt id and generation must match the
 // quarantined attempt's (as an *AmbiguousError reports them), else a
-// *FencedError is returned and nothing changes.
+// *FencedError is returned and nothing changes. After Close it returns
+// ErrClosed and changes nothing.
+//
+// If the target's generation has moved on since the dispatch, an Accepted
+// resolution still settles the quarantine, but the binding is stale at
+// birth: it reads as absent and the next Acquire reserves the key again.
+// Resolve then returns a *GenerationMovedError (matching ErrStaleAtBirth)
+// with both generations.
 func (c *Coordinator[T]) Resolve(key string, attempt, generation uint64, res Resolution) error {
 	if err := c.checkKey(key); err != nil {
 		return err
 	}
 	if res != ResolveAccepted && res != ResolveNotAccepted {
 		return fmt.Errorf("placement: Resolve: invalid resolution %d: %w", res, ErrInvalidArgument)
+	}
+	if c.closedNow() {
+		return ErrClosed
 	}
 	e, ok := c.table.load(key)
 	if !ok {
@@ -699,18 +798,24 @@ func (c *Coordinator[T]) Resolve(key string, attempt, generation uint64, res Res
 		return &FencedError{Attempt: attempt, Generation: generation, CurrentAttempt: e.p.attempt, CurrentGeneration: e.p.tgen}
 	}
 	c.stats.resolutions.Add(1)
-	c.emitLocked(Event{Kind: EventResolved, Key: key, Attempt: attempt, Generation: generation})
+	c.emitLocked(Event{Kind: EventResolved, Key: key, Attempt: attempt, Generation: generation}, &e.p.target)
 	if res == ResolveAccepted {
-		c.bindLocked(e, 0, now)
-	} else {
-		c.removeLocked(e, Event{})
+		_, err := c.bindLocked(e, 0, now)
+		return err
 	}
+	c.removeLocked(e, Event{}, nil)
 	return nil
 }
 
 // bindLocked commits the entry's attempt as a binding holding n leases, at
-// time now (the operation's one reading of the clock).
-func (c *Coordinator[T]) bindLocked(e *entry[T], n uint64, now int64) *binding[T] {
+// time now (the operation's one reading of the clock). The commit happens
+// at its one reading of the target's generation: if that generation moved
+// on since the dispatch, the binding is stale at birth. It then reads as
+// absent and holds no slot, so it is never published: it is born dead (a
+// lease on it ends alone, as on any superseded binding), the entry is
+// removed, and a *GenerationMovedError tells the caller. A Bump after the
+// reading is an ordinary Bump of a live binding.
+func (c *Coordinator[T]) bindLocked(e *entry[T], n uint64, now int64) (*binding[T], error) {
 	var b *binding[T]
 	if !e.firstUsed {
 		e.firstUsed, b = true, &e.first
@@ -718,33 +823,41 @@ func (c *Coordinator[T]) bindLocked(e *entry[T], n uint64, now int64) *binding[T
 		b = new(binding[T])
 	}
 	b.e, b.target, b.slot, b.gen, b.version = e, e.p.target, e.p.slot, e.p.tgen, e.p.attempt
-	b.word.Store(n)
 	d := now + c.ttl
 	b.deadline.Store(d)
+	if c.testBeforeBind != nil {
+		c.testBeforeBind()
+	}
+	if cur := b.slot.gen.Load(); cur != b.gen {
+		b.word.Store(n | deadBit)
+		c.removeBindingLocked(e, b)
+		if mutant("StaleAtBirthSilent") {
+			return b, nil
+		}
+		return b, &GenerationMovedError{Key: e.key, Attempt: b.version, Target: b.target, Generation: b.gen,
+			CurrentGeneration: cur}
+	}
+	b.word.Store(n)
 	if n == 0 {
 		c.noteDeadline(d)
 	}
 	e.bound.Store(b)
 	e.st, e.p = stBound, nil
 	e.notifyLocked()
-	if b.stale() {
-		// The target's generation moved on while the attempt was in flight
-		// or quarantined: the binding is fenced at birth and reads as
-		// absent, so it must not hold a slot either. Its lease, if any, is
-		// superseded.
-		c.removeLocked(e, removedEvent(b))
-	}
-	return b
+	return b, nil
 }
 
 // InvalidateKey removes key's binding, if it has one, superseding its
 // leases. It reports whether a live binding was removed; a binding that had
 // already expired or gone stale reads as absent, so it is reclaimed (with
 // its own event) and false is returned. A key in any other state is left
-// alone.
+// alone. After Close it returns ErrClosed and changes nothing.
 func (c *Coordinator[T]) InvalidateKey(key string) (bool, error) {
 	if err := c.checkKey(key); err != nil {
 		return false, err
+	}
+	if c.closedNow() {
+		return false, ErrClosed
 	}
 	e, ok := c.table.load(key)
 	if !ok {
@@ -760,7 +873,7 @@ func (c *Coordinator[T]) InvalidateKey(key string) (bool, error) {
 		w := b.word.Load()
 		switch {
 		case b.stale():
-			c.removeLocked(e, removedEvent(b))
+			c.removeBindingLocked(e, b)
 			return false, nil
 		case leases(w) == 0 && b.deadline.Load() <= c.now():
 			// Idle past its deadline: it expired, if this call wins the
@@ -775,7 +888,7 @@ func (c *Coordinator[T]) InvalidateKey(key string) (bool, error) {
 			// a concurrent hit makes fail.
 			if b.word.CompareAndSwap(w, w|deadBit) {
 				c.stats.deadHits.Add(hitsOf(w))
-				c.removeLocked(e, removedEvent(b))
+				c.removeBindingLocked(e, b)
 				return true, nil
 			}
 		}

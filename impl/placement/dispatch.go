@@ -52,10 +52,15 @@ func (r Resolution) String() string {
 
 // Reservation is held by the one request that initializes a session. It
 // ends with BeginDispatch (and then the dispatch's outcome), CommitAccepted
-// or Cancel; if it outlives the coordinator's InitTimeout it is revoked.
+// or Cancel; if it outlives the coordinator's ReserveTimeout it is revoked.
+// Done ends whatever the request still holds through it.
 type Reservation[T comparable] struct {
 	c *Coordinator[T]
 	e *entry[T]
+	// What Done ends, guarded by e.mu: the last dispatch, and the lease a
+	// commit (Complete(Accepted), CommitAccepted) returned.
+	d     *Dispatch[T]
+	lease Lease[T]
 }
 
 // Key returns the reserved session key.
@@ -78,19 +83,57 @@ func (r *Reservation[T]) Cancel() error {
 	if !r.heldLocked(r.c.now()) {
 		return ErrReservationLost
 	}
-	r.c.removeLocked(e, Event{Kind: EventRemoved, Key: e.key})
+	r.c.removeLocked(e, Event{Kind: EventRemoved, Key: e.key}, nil)
 	return nil
+}
+
+// Done ends whatever the request still holds through r, so that one
+// deferred call cleans up every path (see Acquisition.Done):
+//
+//   - the reservation, before any dispatch or back after
+//     DefinitelyNotAccepted: cancelled, so a waiter becomes the key's next
+//     initializer at once;
+//   - a dispatch in flight (never completed, or refused with ErrClosed):
+//     dropped, which quarantines the key, since the target may have
+//     accepted it;
+//   - the lease that Complete(Accepted) or CommitAccepted returned:
+//     released.
+//
+// Whatever the caller already ended (Cancel, Complete, a lease's Release,
+// Abandon, Invalidate or Close), or what ended without it (a timeout, a
+// Resolve), is left alone: Done never ends a later reservation, dispatch or
+// lease of the same key. Done is idempotent, reports nothing, and works
+// after the coordinator's Close.
+func (r *Reservation[T]) Done() {
+	e := r.e
+	e.mu.Lock()
+	d, l := r.d, r.lease
+	e.mu.Unlock()
+	if d != nil {
+		d.Drop() // a no-op once the dispatch has an outcome
+	}
+	if l.b != nil {
+		_ = l.Release() // ErrUsed: the caller ended it
+	}
+	if !mutant("DoneKeepsReservation") {
+		_ = r.Cancel() // ErrReservationLost: not held (dispatched, committed, revoked)
+	}
 }
 
 // BeginDispatch fixes the provisional target and its generation under a
 // fresh attempt id. The generation must be target's current one in the
 // coordinator's catalog, else a *FencedError is returned and the
 // reservation is kept. The returned guard must be completed (or dropped).
+// After the coordinator's Close it returns ErrClosed and the reservation
+// is kept (Cancel or Done gives it up).
 func (r *Reservation[T]) BeginDispatch(target T, generation uint64) (*Dispatch[T], error) {
 	c, e := r.c, r.e
 	slot := c.catalog.slot(target)
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	if c.closedNow() {
+		return nil, ErrClosed
+	}
 	now := c.now() // read once, under the lock: the operation happens at now
 	if !r.heldLocked(now) {
 		return nil, ErrReservationLost
@@ -103,6 +146,7 @@ func (r *Reservation[T]) BeginDispatch(target T, generation uint64) (*Dispatch[T
 
 func (c *Coordinator[T]) dispatchLocked(e *entry[T], r *Reservation[T], target T, slot *targetSlot[T], gen uint64, now int64) *Dispatch[T] {
 	d := &Dispatch[T]{c: c, e: e, r: r, attempt: c.attempts.Add(1), target: target, gen: gen}
+	r.d = d
 	e.st = stDispatching
 	e.p.attempt, e.p.target, e.p.slot, e.p.tgen = d.attempt, target, slot, gen
 	e.p.deadline = now + c.dispatchTimeout
@@ -114,11 +158,23 @@ func (c *Coordinator[T]) dispatchLocked(e *entry[T], r *Reservation[T], target T
 // acceptance only after a response stream is chosen: it dispatches to target
 // and commits the accepted result in one atomic step (one lock, one reading
 // of the clock), returning the dispatcher's lease.
+//
+// A generation that is not target's current one is refused with a
+// *FencedError. If target is bumped after that check and before the
+// binding is made (a Bump racing the call), the binding is stale at birth:
+// CommitAccepted returns the lease together with a *GenerationMovedError
+// (matching ErrStaleAtBirth); the key reads as absent, and the lease stays
+// valid to end (Release returns nil). After the coordinator's Close it
+// returns ErrClosed and the reservation is kept (Cancel or Done gives it
+// up).
 func (r *Reservation[T]) CommitAccepted(target T, generation uint64) (Lease[T], error) {
 	c, e := r.c, r.e
 	slot := c.catalog.slot(target)
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	if c.closedNow() {
+		return Lease[T]{}, ErrClosed
+	}
 	now := c.now()
 	if !r.heldLocked(now) {
 		return Lease[T]{}, ErrReservationLost
@@ -128,13 +184,15 @@ func (r *Reservation[T]) CommitAccepted(target T, generation uint64) (Lease[T], 
 	}
 	d := c.dispatchLocked(e, r, target, slot, generation, now)
 	d.used = true
-	c.emitLocked(Event{Kind: EventCommitted, Key: e.key, Attempt: d.attempt, Generation: generation})
-	return c.newLease(c.bindLocked(e, 1, now)), nil
+	c.emitLocked(Event{Kind: EventCommitted, Key: e.key, Attempt: d.attempt, Generation: generation}, &e.p.target)
+	b, err := c.bindLocked(e, 1, now)
+	r.lease = c.newLease(b)
+	return r.lease, err
 }
 
 // Dispatch is the guard of one dispatch attempt. Complete it with the
 // outcome; a guard dropped without an outcome (Drop), or one that outlives
-// the InitTimeout, quarantines the key. A guard is used once.
+// the DispatchTimeout, quarantines the key. A guard is used once.
 type Dispatch[T comparable] struct {
 	c       *Coordinator[T]
 	e       *entry[T]
@@ -145,7 +203,17 @@ type Dispatch[T comparable] struct {
 	used    bool // guarded by e.mu
 }
 
-// Attempt returns the attempt id (fresh, never reused).
+// Attempt returns the attempt id, which a router may send to the target as
+// an idempotency key. Ids are never 0. Within a coordinator they strictly
+// increase in the order dispatches begin (CommitAccepted takes one too) and
+// are never reused. Across coordinators (other processes, restarts) nothing
+// is coordinated: a coordinator with Config.FirstAttempt 0 starts at a
+// point drawn uniformly from [1, 2^63] by crypto/rand and counts up, so two
+// coordinators that issue at most n ids each share one only if their
+// ranges overlap, with probability at most (2n-1)/2^63; over m
+// coordinators, at most m(m-1)/2 * (2n-1)/2^63 (below 5e-4 for 1,000
+// coordinators of 2^32 attempts each). Coordinators given the same
+// FirstAttempt issue the same ids.
 func (d *Dispatch[T]) Attempt() uint64 { return d.attempt }
 
 // Target returns the provisional target.
@@ -162,12 +230,23 @@ func (d *Dispatch[T]) Reservation() *Reservation[T] { return d.r }
 //
 //   - Accepted commits the binding and returns the dispatcher's lease; if the
 //     key was quarantined for this attempt (timeout), the late result settles it.
+//     If the target's generation moved on since BeginDispatch (in time or
+//     late), the binding is stale at birth: it reads as absent and the next
+//     Acquire reserves the key again. Complete then returns the lease
+//     together with a *GenerationMovedError (matching ErrStaleAtBirth); the
+//     lease stays valid to end (Release returns nil) and the request may
+//     still use the target's answer, but the session is not bound.
 //   - DefinitelyNotAccepted returns the reservation to its holder (see
 //     Reservation), with the deadline it was reserved with (retries do not
 //     extend it); a late one settles a quarantine to absent.
 //   - Ambiguous quarantines the key.
 //
 // An attempt that is no longer current is fenced: a *FencedError, no change.
+//
+// After the coordinator's Close nothing is committed or settled: Accepted,
+// and a late DefinitelyNotAccepted, return ErrClosed and change nothing,
+// leaving the guard in flight (Drop or Done quarantines it); Ambiguous and
+// an in-flight DefinitelyNotAccepted act as before.
 func (d *Dispatch[T]) Complete(o Outcome) (Lease[T], error) {
 	if o < Accepted || o > Ambiguous {
 		return Lease[T]{}, fmt.Errorf("placement: Complete: invalid outcome %d: %w", o, ErrInvalidArgument)
@@ -178,10 +257,16 @@ func (d *Dispatch[T]) Complete(o Outcome) (Lease[T], error) {
 		e.mu.Unlock()
 		return Lease[T]{}, ErrUsed
 	}
-	d.used = true
 	now := c.now() // read once, under the lock: the operation happens at now
 	c.timeoutsLocked(e, now)
 	current := !e.removed && (e.st == stDispatching || e.st == stQuarantined) && e.p.attempt == d.attempt
+	if c.closedNow() && (o == Accepted || o == DefinitelyNotAccepted && current && e.st == stQuarantined) {
+		// Nothing is committed or settled after Close; the guard stays
+		// in flight, for Drop or Done to end.
+		e.mu.Unlock()
+		return Lease[T]{}, ErrClosed
+	}
+	d.used = true
 	if !current && mutant("AcceptsStaleAttempt") && o == Accepted && !e.removed {
 		if e.p == nil {
 			e.p = &pending[T]{}
@@ -206,12 +291,14 @@ func (d *Dispatch[T]) Complete(o Outcome) (Lease[T], error) {
 			c.stats.resolutions.Add(1)
 		}
 		ev.Kind = EventCommitted
-		c.emitLocked(ev)
-		return c.newLease(c.bindLocked(e, 1, now)), nil
+		c.emitLocked(ev, &d.target)
+		b, err := c.bindLocked(e, 1, now)
+		d.r.lease = c.newLease(b)
+		return d.r.lease, err
 	case o == DefinitelyNotAccepted && !late:
 		// The reservation comes back with its own deadline, so retries
 		// cannot keep a key initializing for ever: an initialization ends
-		// within twice InitTimeout of its reservation.
+		// within ReserveTimeout + DispatchTimeout of its reservation.
 		e.st = stReserved
 		e.p.deadline = e.p.resDeadline
 		c.noteDeadline(e.p.deadline)
@@ -220,15 +307,17 @@ func (d *Dispatch[T]) Complete(o Outcome) (Lease[T], error) {
 	case o == DefinitelyNotAccepted: // late: settles to absent
 		c.stats.resolutions.Add(1)
 		ev.Kind = EventResolved
-		c.removeLocked(e, ev)
+		c.removeLocked(e, ev, &d.target)
 		return Lease[T]{}, nil
 	case !late: // Ambiguous
 		c.quarantineLocked(e, now)
 		ev.Kind = EventQuarantined
+		c.emitLocked(ev, quarantinedTarget(e))
+		return Lease[T]{}, nil
 	default: // a late Ambiguous: still quarantined, nothing changes
 		return Lease[T]{}, nil
 	}
-	c.emitLocked(ev)
+	c.emitLocked(ev, &d.target)
 	return Lease[T]{}, nil
 }
 

@@ -24,16 +24,23 @@
 // Invalidate (the binding is bad) or Close (the session's final request: the
 // binding goes when its last lease ends). Bindings expire after IdleTTL
 // without leases, and are fenced when their target's generation moves on
-// (BumpGeneration). The table holds at most MaxEntries live entries.
+// (BumpGeneration); an Accepted attempt whose target moved on before its
+// commit is reported stale at birth (ErrStaleAtBirth). The table holds at
+// most MaxEntries live entries.
+//
+// A request defers Acquisition.Done right after Acquire: on every path it
+// ends what the request still holds (a hit's lease, a reservation never
+// dispatched or rolled back, a dispatch in flight, which it quarantines, the
+// lease a commit returned) and leaves alone what the request ended itself.
 //
 // # Spec actions and where they are
 //
 //	Acquire             Coordinator.Acquire, TryAcquire (tryHit is the hot path)
-//	Cancel              Reservation.Cancel
+//	Cancel              Reservation.Cancel (and Done, on a reservation still held)
 //	BeginDispatch       Reservation.BeginDispatch (CommitAccepted = BeginDispatch + Complete(Accepted))
-//	Complete            Dispatch.Complete (Drop = Complete(Ambiguous) if still in flight)
+//	Complete            Dispatch.Complete (Drop = Complete(Ambiguous) if still in flight; so is Done)
 //	Resolve             Coordinator.Resolve
-//	Release, Abandon    Lease.Release, Lease.Abandon
+//	Release, Abandon    Lease.Release, Lease.Abandon (Done releases a lease not yet ended)
 //	Invalidate, Close   Lease.Invalidate, Lease.Close
 //	InvalidateKey       Coordinator.InvalidateKey
 //	Expire, DropStale   the reaper's sweep; lazily in Acquire, Query and InvalidateKey;

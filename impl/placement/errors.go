@@ -34,6 +34,10 @@ var (
 	ErrInvalidClock = errors.New("placement: invalid clock update")
 	// ErrUsed: a lease or dispatch guard was used after it ended.
 	ErrUsed = errors.New("placement: handle already used")
+	// ErrStaleAtBirth: an accepted attempt was committed after its target's
+	// generation moved on, so its binding is fenced at birth and the key
+	// reads as absent (see *GenerationMovedError).
+	ErrStaleAtBirth = errors.New("placement: binding is stale at birth: the target's generation moved on")
 	// ErrTooManyLeases: a binding reached the maximum number of concurrent leases.
 	ErrTooManyLeases = errors.New("placement: too many concurrent leases on one session")
 )
@@ -78,17 +82,21 @@ func (e *ConfigError) Error() string {
 func (e *ConfigError) Is(target error) bool { return target == ErrInvalidConfig }
 
 // AmbiguousError carries the quarantined attempt and its generation, which
-// Resolve must name.
+// Resolve must name, and the attempt's target.
 type AmbiguousError struct {
 	Key        string
 	Attempt    uint64
 	Generation uint64
+	// Target is the quarantined attempt's target, the T value the
+	// dispatch named (a resolver asks that target what became of the
+	// attempt).
+	Target any
 }
 
 // Error describes the error.
 func (e *AmbiguousError) Error() string {
-	return fmt.Sprintf("placement: session %q is quarantined: attempt %d (generation %d) may have been accepted",
-		e.Key, e.Attempt, e.Generation)
+	return fmt.Sprintf("placement: session %q is quarantined: attempt %d (target %v, generation %d) may have been accepted",
+		e.Key, e.Attempt, e.Target, e.Generation)
 }
 
 // Is reports whether target is ErrAmbiguous.
@@ -109,6 +117,33 @@ func (e *FencedError) Error() string {
 
 // Is reports whether target is ErrFenced.
 func (e *FencedError) Is(target error) bool { return target == ErrFenced }
+
+// GenerationMovedError says a commit (Dispatch.Complete(Accepted),
+// Reservation.CommitAccepted or Coordinator.Resolve(ResolveAccepted)) made
+// a binding that is stale at birth: the attempt's target was bumped after
+// the dispatch and before the commit. The attempt did commit (its
+// Committed or Resolved event is followed by Removed), but the binding
+// reads as absent, holds no slot, and the next Acquire reserves the key
+// again. A lease returned with the error is valid and ends as any lease on
+// a superseded binding does (Release returns nil).
+type GenerationMovedError struct {
+	Key     string
+	Attempt uint64 // the committed attempt: the binding's version
+	// Target is the attempt's target (the T value).
+	Target any
+	// Generation is the target's generation at dispatch (the binding's);
+	// CurrentGeneration the one it had moved on to at the commit.
+	Generation, CurrentGeneration uint64
+}
+
+// Error describes the error.
+func (e *GenerationMovedError) Error() string {
+	return fmt.Sprintf("placement: session %q: attempt %d committed stale: target %v moved from generation %d to %d",
+		e.Key, e.Attempt, e.Target, e.Generation, e.CurrentGeneration)
+}
+
+// Is reports whether target is ErrStaleAtBirth.
+func (e *GenerationMovedError) Is(target error) bool { return target == ErrStaleAtBirth }
 
 // ClockError says why a manual clock update was rejected.
 type ClockError struct {

@@ -16,7 +16,8 @@ type Worker struct {
 }
 
 // A request's full life: the first turn reserves the session, dispatches,
-// commits on Accepted; the next turn hits the binding.
+// commits on Accepted; the next turn hits the binding. Each turn defers
+// Done, which gives back whatever it still holds.
 func Example() {
 	c, err := placement.New[Worker](placement.Config{IdleTTL: time.Minute, ReserveTimeout: 10 * time.Second, DispatchTimeout: 10 * time.Second,
 		MaxEntries: placement.DefaultMaxEntries, MaxKeyBytes: placement.DefaultMaxKeyBytes})
@@ -26,23 +27,91 @@ func Example() {
 	defer c.Close()
 	ctx := context.Background()
 
-	a, _ := c.Acquire(ctx, "conversation-42")
-	if r := a.Reservation; r != nil { // first turn: we initialize
+	turn := func() {
+		a, err := c.Acquire(ctx, "conversation-42")
+		if err != nil {
+			panic(err)
+		}
+		defer a.Done() // the lease, the reservation or the dispatch: whatever is left
+		if a.Hit() {
+			fmt.Println("hit: worker", a.Lease.Target().ID)
+			return
+		}
 		w := Worker{ID: 7, Rank: 1} // chosen by the router's policy
-		d, _ := r.BeginDispatch(w, c.Generation(w))
-		defer d.Drop() // quarantines the session if we never learn the outcome
+		d, err := a.Reservation.BeginDispatch(w, c.Generation(w))
+		if err != nil {
+			panic(err)
+		}
 		// ... forward the request to w, carrying d.Attempt() and d.Generation() ...
-		lease, _ := d.Complete(placement.Accepted)
-		fmt.Println("turn 1 bound to worker", lease.Target().ID, "version", lease.Version())
-		lease.Release()
+		lease, err := d.Complete(placement.Accepted)
+		if err != nil {
+			panic(err)
+		}
+		fmt.Println("bound to worker", lease.Target().ID, "version == attempt:", lease.Version() == d.Attempt())
+	}
+	turn()
+	turn()
+	fmt.Println("leases held:", mustInfo(c, "conversation-42").Leases)
+	// Output:
+	// bound to worker 7 version == attempt: true
+	// hit: worker 7
+	// leases held: 0
+}
+
+// serve is the request of the README's "Using it": it forwards to the
+// bound worker, or initializes the session on w.
+func serve(ctx context.Context, c *placement.Coordinator[Worker], session string, w Worker,
+	forward func(Worker) placement.Outcome) error {
+	a, err := c.Acquire(ctx, session) // waits while another request initializes the session
+	if err != nil {
+		return err // *AmbiguousError: quarantined until resolved; *CapacityError; ...
+	}
+	defer a.Done() // gives back whatever the request still holds, on every path
+	if a.Hit() {   // bound: reuse the worker
+		forward(a.Lease.Target())
+		return nil
+	}
+	d, err := a.Reservation.BeginDispatch(w, c.Generation(w)) // we initialize the session
+	if err != nil {
+		return err
+	}
+	_, err = d.Complete(forward(w)) // Accepted / DefinitelyNotAccepted / Ambiguous
+	return err                      // ErrStaleAtBirth: w was bumped meanwhile; the session is not bound
+}
+
+// The README's request (serve) on every outcome: refused (the reservation
+// goes back at Done), accepted (bound), a hit, and an unknown outcome
+// (quarantined until resolved).
+func Example_request() {
+	c, _ := placement.New[Worker](placement.Config{IdleTTL: time.Minute, ReserveTimeout: 10 * time.Second, DispatchTimeout: 10 * time.Second,
+		MaxEntries: placement.DefaultMaxEntries, MaxKeyBytes: placement.DefaultMaxKeyBytes})
+	defer c.Close()
+	ctx := context.Background()
+	answer := func(o placement.Outcome) func(Worker) placement.Outcome {
+		return func(w Worker) placement.Outcome {
+			fmt.Println("worker", w.ID, "answers", o)
+			return o
+		}
 	}
 
-	a, _ = c.Acquire(ctx, "conversation-42")
-	fmt.Println("turn 2 hit:", a.Hit(), "worker", a.Lease.Target().ID)
-	a.Lease.Release()
+	fmt.Println(serve(ctx, c, "s", Worker{ID: 1}, answer(placement.DefinitelyNotAccepted)))
+	fmt.Println(serve(ctx, c, "s", Worker{ID: 2}, answer(placement.Accepted)))
+	fmt.Println(serve(ctx, c, "s", Worker{ID: 3}, answer(placement.Accepted))) // a hit: worker 2 answers
+	fmt.Println(serve(ctx, c, "t", Worker{ID: 4}, answer(placement.Ambiguous)))
+	err := serve(ctx, c, "t", Worker{ID: 5}, answer(placement.Accepted))
+	fmt.Println(errors.Is(err, placement.ErrAmbiguous))
+	fmt.Println("live:", c.Stats().Live, "leases on s:", mustInfo(c, "s").Leases)
 	// Output:
-	// turn 1 bound to worker 7 version 1
-	// turn 2 hit: true worker 7
+	// worker 1 answers DefinitelyNotAccepted
+	// <nil>
+	// worker 2 answers Accepted
+	// <nil>
+	// worker 2 answers Accepted
+	// <nil>
+	// worker 4 answers Ambiguous
+	// <nil>
+	// true
+	// live: 2 leases on s: 0
 }
 
 // While one request initializes a session, others wait for its outcome and
@@ -54,26 +123,27 @@ func Example_waiter() {
 	ctx := context.Background()
 
 	first, _ := c.Acquire(ctx, "s")
-	done := make(chan placement.Lease[Worker])
+	done := make(chan placement.Acquisition[Worker])
 	go func() {
 		a, _ := c.Acquire(ctx, "s") // waits for the initializer
-		done <- a.Lease
+		done <- a
 	}()
 	for c.Stats().Waits == 0 {
 		time.Sleep(time.Millisecond)
 	}
-	d, _ := first.Reservation.BeginDispatch(Worker{ID: 3}, 1)
-	lease, _ := d.Complete(placement.Accepted)
+	d, _ := first.Reservation.BeginDispatch(Worker{ID: 3}, c.Generation(Worker{ID: 3}))
+	d.Complete(placement.Accepted)
+	first.Done()
 	waiter := <-done
-	fmt.Println("waiter reuses worker", waiter.Target().ID)
-	waiter.Release()
-	lease.Release()
+	fmt.Println("waiter reuses worker", waiter.Lease.Target().ID)
+	waiter.Done()
 	// Output: waiter reuses worker 3
 }
 
 // A dispatch whose outcome is unknown quarantines the session: nothing is
 // replayed until someone who knows the outcome resolves it, fenced by the
-// attempt id and generation.
+// attempt id and generation. The error names the attempt's target, the
+// worker to ask.
 func Example_ambiguous() {
 	c, _ := placement.New[Worker](placement.Config{IdleTTL: time.Minute, ReserveTimeout: 10 * time.Second, DispatchTimeout: 10 * time.Second,
 		MaxEntries: placement.DefaultMaxEntries, MaxKeyBytes: placement.DefaultMaxKeyBytes})
@@ -81,12 +151,13 @@ func Example_ambiguous() {
 
 	a, _ := c.TryAcquire("s")
 	d, _ := a.Reservation.BeginDispatch(Worker{ID: 9}, 1)
-	d.Complete(placement.Ambiguous) // the stream dropped mid-flight
+	a.Done() // the stream dropped mid-flight: Done quarantines the dispatch
 
 	_, err := c.TryAcquire("s")
 	var amb *placement.AmbiguousError
 	if errors.As(err, &amb) {
-		fmt.Println("quarantined: attempt", amb.Attempt, "generation", amb.Generation)
+		fmt.Println("quarantined: attempt", amb.Attempt == d.Attempt(), "generation", amb.Generation,
+			"worker", amb.Target.(Worker).ID)
 	}
 	// Later the forwarding owner learns the worker did accept it.
 	if err := c.Resolve("s", amb.Attempt, amb.Generation, placement.ResolveAccepted); err != nil {
@@ -94,9 +165,9 @@ func Example_ambiguous() {
 	}
 	a, _ = c.TryAcquire("s")
 	fmt.Println("resolved; next turn hits worker", a.Lease.Target().ID)
-	a.Lease.Release()
+	a.Done()
 	// Output:
-	// quarantined: attempt 1 generation 1
+	// quarantined: attempt true generation 1 worker 9
 	// resolved; next turn hits worker 9
 }
 
@@ -109,10 +180,10 @@ func Example_manualClock() {
 	defer c.Close()
 
 	a, _ := c.TryAcquire("s")
-	lease, _ := a.Reservation.CommitAccepted(Worker{ID: 1}, 1)
+	a.Reservation.CommitAccepted(Worker{ID: 1}, 1)
 	clk.Advance(time.Hour) // a long request: leased bindings never expire
 	fmt.Println("after an hour, leased:", mustQuery(c, "s"))
-	lease.Release() // idle from now: expires 30 simulated seconds later
+	a.Done() // releases the lease: idle from now, expires 30 simulated seconds later
 	clk.AdvanceBy(29 * time.Second)
 	fmt.Println("idle 29s:", mustQuery(c, "s"))
 	clk.AdvanceBy(time.Second)
@@ -127,40 +198,46 @@ func Example_manualClock() {
 
 // Set moves a manual clock the way the runtime clock moves between reaper
 // ticks: nothing is reclaimed until something touches the key or Reclaim
-// runs a tick. Events carry their order (Seq) and the binding's version.
+// runs a tick. Events carry their order (Seq) and the binding's version; a
+// simulation host pins the attempt ids with FirstAttempt.
 func ExampleManualClock_Set() {
 	clk := placement.NewManualClock(0)
 	c, _ := placement.New[Worker](placement.Config{IdleTTL: 30 * time.Second, ReserveTimeout: 5 * time.Second, DispatchTimeout: 5 * time.Second,
-		MaxEntries: 1024, MaxKeyBytes: 64, Clock: clk,
+		MaxEntries: 1024, MaxKeyBytes: 64, Clock: clk, FirstAttempt: 1,
 		Observer: func(ev placement.Event) { fmt.Println("event", ev.Seq, ev.Kind, "version", ev.Attempt) }})
 	defer c.Close()
 
 	for _, key := range []string{"a", "b"} {
 		a, _ := c.TryAcquire(key)
-		lease, _ := a.Reservation.CommitAccepted(Worker{ID: 1}, 1)
-		lease.Release()
+		a.Reservation.CommitAccepted(Worker{ID: 1}, 1)
+		a.Done()
 	}
-	clk.SetBy(time.Minute)               // both idle bindings are past their deadline
-	fmt.Println("live:", c.Stats().Live) // not swept yet
-	fmt.Println("a:", mustQuery(c, "a")) // Query expires it itself
-	clk.Reclaim()                        // one reaper tick: b goes
-	fmt.Println("live:", c.Stats().Live)
+	clk.SetBy(time.Minute) // both idle bindings are past their deadline
+	s := c.Stats()
+	fmt.Println("live:", s.Live, "reclaimed:", s.Expirations) // expired, not swept yet
+	fmt.Println("a:", mustQuery(c, "a"))                      // Query expires it itself
+	clk.Reclaim()                                             // one reaper tick: b goes
+	fmt.Println("reclaimed:", c.Stats().Expirations)
 	// Output:
 	// event 1 Reserved version 0
 	// event 2 Committed version 1
 	// event 3 Reserved version 0
 	// event 4 Committed version 2
-	// live: 2
+	// live: 0 reclaimed: 0
 	// event 5 Expired version 1
 	// a: Absent
 	// event 6 Expired version 2
-	// live: 0
+	// reclaimed: 2
 }
 
 func mustQuery(c *placement.Coordinator[Worker], key string) placement.State {
+	return mustInfo(c, key).State
+}
+
+func mustInfo(c *placement.Coordinator[Worker], key string) placement.Info[Worker] {
 	i, err := c.Query(key)
 	if err != nil {
 		panic(err)
 	}
-	return i.State
+	return i
 }

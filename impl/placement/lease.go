@@ -195,7 +195,7 @@ func (l Lease[T]) Invalidate() error {
 	e := b.e
 	e.mu.Lock()
 	if !e.removed && e.bound.Load() == b {
-		c.removeLocked(e, removedEvent(b))
+		c.removeBindingLocked(e, b)
 	}
 	e.mu.Unlock()
 	return nil
@@ -242,7 +242,7 @@ func (c *Coordinator[T]) endClosing(b *binding[T]) {
 			if b.word.CompareAndSwap(w, (w&^leaseMask)|deadBit) {
 				c.stats.deadHits.Add(hitsOf(w))
 				if !e.removed && e.bound.Load() == b {
-					c.removeLocked(e, removedEvent(b))
+					c.removeBindingLocked(e, b)
 				}
 				return
 			}

@@ -578,6 +578,7 @@ func TestConfig_Invalid(t *testing.T) {
 		"QuarantineTTL":   func(c *Config) { c.QuarantineTTL = time.Millisecond },
 		"MaxEntries":      func(c *Config) { c.MaxEntries = 0 },
 		"MaxKeyBytes":     func(c *Config) { c.MaxKeyBytes = -1 },
+		"FirstAttempt":    func(c *Config) { c.FirstAttempt = MaxFirstAttempt + 1 },
 	} {
 		cfg := good
 		mut(&cfg)
@@ -684,6 +685,16 @@ func TestHotPath_AllocatesNothing(t *testing.T) {
 	})
 	if allocs != 0 {
 		t.Fatalf("hit + release allocates %.1f times", allocs)
+	}
+	allocs = testing.AllocsPerRun(1000, func() {
+		a, err := c.TryAcquire("s")
+		if err != nil || !a.Hit() {
+			t.Fatal("miss")
+		}
+		a.Done()
+	})
+	if allocs != 0 {
+		t.Fatalf("hit + Done allocates %.1f times", allocs)
 	}
 }
 
@@ -1066,8 +1077,11 @@ func TestSet_LazyExpiryIsReportedByWhoeverFindsIt(t *testing.T) {
 	rec.evs = nil
 	rec.mu.Unlock()
 	must(t, clk.Set(20*time.Second)) // past every idle deadline; nothing swept
-	if c.Stats().Live != 3 {
-		t.Fatalf("Set swept: %d live", c.Stats().Live)
+	if n := c.live.Load(); n != 3 || c.Stats().Expirations != 0 {
+		t.Fatalf("Set swept: %d entries hold a slot, stats %+v", n, c.Stats())
+	}
+	if s := c.Stats(); s.Live != 0 {
+		t.Fatalf("Stats counts %d expired bindings as live", s.Live)
 	}
 	if i := state(t, c, "q"); i.State != StateAbsent {
 		t.Fatalf("Query: %v", i.State)
@@ -1089,7 +1103,7 @@ func TestReclaim_SweepsAtTheCurrentTime(t *testing.T) {
 	c, clk := manual(t)
 	must(t, bind(t, c, "s", w1).Release())
 	must(t, clk.Set(10*time.Second))
-	if c.Stats().Live != 1 {
+	if c.live.Load() != 1 || c.Stats().Expirations != 0 {
 		t.Fatal("Set reclaimed")
 	}
 	clk.Reclaim()
@@ -1127,7 +1141,9 @@ func TestObserver_StaleAtBirthIsReportedRemoved(t *testing.T) {
 	must(t, err)
 	c.BumpGeneration(w1)
 	l, err := d.Complete(Accepted)
-	must(t, err)
+	if !errors.Is(err, ErrStaleAtBirth) {
+		t.Fatalf("Complete: %v, want ErrStaleAtBirth", err)
+	}
 	must(t, l.Release())
 	reserve(t, c, "s")
 	wantKinds(t, &rec, EventReserved, EventCommitted, EventRemoved, EventReserved)

@@ -2,6 +2,7 @@ package placement
 
 import (
 	"sync/atomic"
+	"time"
 )
 
 // counters are the coordinator's statistics. Hits are not counted on a
@@ -24,7 +25,7 @@ type counters struct {
 	quarantineExpirations atomic.Int64
 }
 
-// Stats are cumulative counts since New, and the current live entries.
+// Stats are cumulative counts since New, and what the table holds now.
 type Stats struct {
 	Hits               int64 // acquisitions that found a live binding
 	Reservations       int64 // acquisitions that reserved the key
@@ -34,32 +35,69 @@ type Stats struct {
 	Resolutions        int64 // quarantines settled (Resolve or a late result)
 	Expirations        int64 // idle bindings reclaimed
 	ReaperRestarts     int64 // reaper sweeps that panicked and were restarted
-	Live               int64 // entries in the table now
+	// Live counts the keys live now, as the spec's Occupies does: reserved,
+	// dispatching or quarantined, or bound to a binding neither expired nor
+	// stale. An entry past its deadline or fenced by its target's
+	// generation, not yet swept, is not live (it reads as absent, and a full
+	// table reclaims it before refusing anyone); nor is a reservation past
+	// its deadline.
+	Live int64
+	// Quarantined counts the keys quarantined now (a dispatch past its
+	// deadline counts: it reads as quarantined); they are among Live.
+	Quarantined int64
 	// QuarantineExpirations counts quarantines that QuarantineTTL ended.
 	QuarantineExpirations int64
 }
 
-// Stats returns the coordinator's statistics. It walks the table to add up
-// the hits of live bindings (each binding counts its own, off the hot path),
-// so it costs O(entries); call it for monitoring, not per request.
+// Stats returns the coordinator's statistics. It walks the table, locking
+// one entry at a time, to count the live and quarantined keys and to add up
+// the hits of live bindings (each binding counts its own, off the hot
+// path), so it costs O(entries); call it for monitoring, not per request
+// (and, like every call, not from the Observer). Live and Quarantined
+// count each entry as the walk finds it, judged at one reading of the clock
+// taken when the call starts.
 //
-// Every counter is monotonic: no call returns a smaller value than an
-// earlier call did. Hits may lag the hits that complete during the call (a
-// binding that ends while the walk runs moves its count from the walk to
-// the dead total, and may be missed by both for that one call).
+// Every cumulative counter is monotonic: no call returns a smaller value
+// than an earlier call did. Hits may lag the hits that complete during the
+// call (a binding that ends while the walk runs moves its count from the
+// walk to the dead total, and may be missed by both for that one call).
 func (c *Coordinator[T]) Stats() Stats {
 	hits := c.stats.deadHits.Load()
 	for i := range c.stats.sharedHits {
 		hits += int64(c.stats.sharedHits[i].n.Load())
 	}
+	now := c.now()
+	var live, quarantined int64
 	c.table.each(func(e *entry[T]) bool {
 		if b := e.bound.Load(); b != nil {
 			if w := b.word.Load(); w&deadBit == 0 {
 				hits += hitsOf(w)
 			}
 		}
+		e.mu.Lock()
+		switch {
+		case e.removed:
+		case e.st == stReserved:
+			if e.p.deadline > now { // past it, the reservation has timed out
+				live++
+			}
+		case e.st == stDispatching, e.st == stQuarantined:
+			live++
+			if e.st == stQuarantined || e.p.deadline <= now {
+				quarantined++
+			}
+		case e.st == stBound:
+			b := e.bound.Load()
+			if w := b.word.Load(); w&deadBit == 0 && !b.stale() && !b.expiredAt(w, now) {
+				live++
+			}
+		}
+		e.mu.Unlock()
 		return true
 	})
+	if mutant("LiveCountsUnswept") {
+		live = c.live.Load() // every entry that holds a slot, swept or not
+	}
 	for { // never report fewer hits than before (see above)
 		shown := c.stats.hitsShown.Load()
 		if hits <= shown {
@@ -79,7 +117,8 @@ func (c *Coordinator[T]) Stats() Stats {
 		Resolutions:        c.stats.resolutions.Load(),
 		Expirations:        c.stats.expirations.Load(),
 		ReaperRestarts:     c.stats.reaperRestarts.Load(),
-		Live:               c.live.Load(),
+		Live:               live,
+		Quarantined:        quarantined,
 
 		QuarantineExpirations: c.stats.quarantineExpirations.Load(),
 	}
@@ -114,6 +153,14 @@ type Info[T comparable] struct {
 	Attempt uint64
 	Leases  int  // active leases (Bound)
 	Closing bool // the final request arrived (Bound)
+	// IdleDeadline is when a Bound key with no leases expires unless a
+	// lease is taken first, on the coordinator's clock (see
+	// Coordinator.Now): its last lease's Release set it to that time plus
+	// IdleTTL (Abandon keeps the earlier one; a binding resolved without a
+	// lease has its commit's). It is zero in every other case: a leased
+	// binding does not expire (its deadline is set when its last lease
+	// ends), and other states have no binding.
+	IdleDeadline time.Duration
 }
 
 // Query reports key's state without taking a lease or creating an entry.
@@ -144,7 +191,11 @@ func (c *Coordinator[T]) Query(key string) (Info[T], error) {
 		if mutant("TornQueryRead") {
 			widenWindow() // between the word and the clock
 			if w&deadBit == 0 && !b.stale() && !b.expiredAt(w, c.now()) {
-				return boundInfo(b, w), nil
+				i := boundInfo(b, w)
+				if leases(w) == 0 {
+					i.IdleDeadline = time.Duration(b.deadline.Load())
+				}
+				return i, nil
 			}
 			return Info[T]{}, nil
 		}
@@ -161,7 +212,9 @@ func (c *Coordinator[T]) Query(key string) (Info[T], error) {
 			continue
 		}
 		if d > now {
-			return boundInfo(b, w), nil
+			i := boundInfo(b, w)
+			i.IdleDeadline = time.Duration(d)
+			return i, nil
 		}
 		if mutant("ExpiryWithoutKill") {
 			return Info[T]{}, nil // the bug: reported gone, yet a hit may still win the word

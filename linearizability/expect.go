@@ -1,0 +1,36 @@
+package linearizability
+
+import "github.com/placementlab/placement/model"
+
+// Want is what in must return in state s, and the next state: the
+// Stepper's Expect, with what the implementation reports beyond the
+// model's result, derived from the model's states:
+//
+//   - an Ambiguous answer names the quarantined attempt's target;
+//   - a commit (Complete(Accepted), CommitAccepted, an Accepted Resolve)
+//     reports its binding stale at birth (Output.Stale) exactly when the
+//     model's new binding is stale in the next state: its target's
+//     generation moved on before the commit.
+//
+// ok is false when the model has no step for in.
+func (st *Stepper) Want(s model.State, in Input) (out Output, next model.State, ok bool) {
+	out, next, ok = st.Expect(s, in)
+	if !ok {
+		return out, next, ok
+	}
+	if out.Kind == OutAmbiguous && in.Key >= 0 && in.Key < len(s.Table) {
+		out.Target = s.Table[in.Key].Target
+	}
+	k := -1
+	switch {
+	case out.Kind == OutCommitted && (in.Op == OpComplete || in.Op == OpCommitAccepted):
+		k = s.Req[in.Client].Key
+	case out.Kind == OutOK && in.Op == OpResolve && model.Resolution(in.Outcome) == model.ResolvedAccepted:
+		k = in.Key
+	}
+	if k >= 0 {
+		e := &next.Table[k]
+		out.Stale = e.St == model.Bound && st.M.Stale(&next, e)
+	}
+	return out, next, ok
+}
