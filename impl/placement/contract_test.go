@@ -196,9 +196,10 @@ func wantStaleAtBirth(t *testing.T, c *Coordinator[target], err error, attempt u
 }
 
 // A commit whose target's generation moved on since the dispatch says so:
-// Complete(Accepted) in time and late, Resolve(ResolveAccepted), and a
-// CommitAccepted raced by a Bump each return an error matching
-// ErrStaleAtBirth, and a lease returned with it is released without error.
+// Complete(Accepted) in time and a CommitAccepted raced by a Bump return an
+// error matching ErrStaleAtBirth, and a lease returned with it is released
+// without error. A quarantined attempt is dropped when its target's
+// generation moves on, so a late result or a Resolve is refused instead.
 func TestContract_StaleAtBirthIsReported(t *testing.T) {
 	c, _ := manual(t)
 
@@ -218,16 +219,23 @@ func TestContract_StaleAtBirthIsReported(t *testing.T) {
 	must(t, err)
 	must(t, clk.AdvanceBy(5*time.Second)) // DispatchTimeout: quarantined
 	c.BumpGeneration(w1)
-	l, err = d.Complete(Accepted)
-	wantStaleAtBirth(t, c, err, d.Attempt(), "late Complete(Accepted)")
-	must(t, l.Release())
+	// A quarantine whose target's generation moved on is dropped: the late
+	// result, and a Resolve, find no attempt to settle, and say so.
+	if _, err = d.Complete(Accepted); !errors.Is(err, ErrFenced) {
+		t.Fatalf("late Complete(Accepted) after a bump: %v, want ErrFenced", err)
+	}
+	if i := state(t, c, "s"); i.State != StateAbsent {
+		t.Fatalf("after the late result the key reads %v", i.State)
+	}
 
 	c, _ = manual(t)
 	d, err = reserve(t, c, "s").BeginDispatch(w1, 1)
 	must(t, err)
 	d.Drop()
 	c.BumpGeneration(w1)
-	wantStaleAtBirth(t, c, c.Resolve("s", d.Attempt(), 1, ResolveAccepted), d.Attempt(), "Resolve(ResolveAccepted)")
+	if err := c.Resolve("s", d.Attempt(), 1, ResolveAccepted); !errors.Is(err, ErrNotQuarantined) {
+		t.Fatalf("Resolve(ResolveAccepted) after a bump: %v, want ErrNotQuarantined", err)
+	}
 
 	c, _ = manual(t, func(c *Config) { c.FirstAttempt = 7 })
 	c.testBeforeBind = func() { c.BumpGeneration(w1) } // a Bump racing the call

@@ -313,6 +313,9 @@ func (d *Dispatch[T]) Complete(o Outcome) (Lease[T], error) {
 		c.quarantineLocked(e, now)
 		ev.Kind = EventQuarantined
 		c.emitLocked(ev, quarantinedTarget(e))
+		// A quarantine whose target's generation already moved on is over
+		// at birth: it is dropped now, so it holds no slot.
+		c.timeoutsLocked(e, now)
 		return Lease[T]{}, nil
 	default: // a late Ambiguous: still quarantined, nothing changes
 		return Lease[T]{}, nil
