@@ -51,15 +51,21 @@ func Example_waiter() {
 	c, _ := placement.New[Worker](placement.Config{IdleTTL: time.Minute, InitTimeout: 10 * time.Second,
 		MaxEntries: placement.DefaultMaxEntries, MaxKeyBytes: placement.DefaultMaxKeyBytes})
 	defer c.Close()
-	ctx := context.Background()
+	// Every request has a deadline; a waiter gives up at it (and this
+	// example fails there rather than hang if the wake-up were lost).
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
 
 	first, _ := c.Acquire(ctx, "s")
 	done := make(chan placement.Lease[Worker])
 	go func() {
-		a, _ := c.Acquire(ctx, "s") // waits for the initializer
+		a, err := c.Acquire(ctx, "s") // waits for the initializer
+		if err != nil {
+			fmt.Println("waiter:", err)
+		}
 		done <- a.Lease
 	}()
-	for c.Stats().Waits == 0 {
+	for ctx.Err() == nil && c.Stats().Waits == 0 {
 		time.Sleep(time.Millisecond)
 	}
 	d, _ := first.Reservation.BeginDispatch(Worker{ID: 3}, 1)
