@@ -1,6 +1,7 @@
 package linearizability
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 
@@ -81,5 +82,73 @@ func TestSteps_ReleaseWindow(t *testing.T) {
 	}
 	if n := st.Steps(s, Input{Op: OpRelease, Window: true, Clock: 4}, Output{Kind: OutOK}); len(n) != 0 {
 		t.Fatalf("a Release that read a clock later than its linearization point was accepted")
+	}
+}
+
+// A use of a kept handle (Input.Again) is refused and changes nothing in
+// every state of its client, including the sharpest one: a guard whose
+// successor from the same reservation is in flight, where the client's pc
+// is Dispatching (only the handle is stale). A kept handle is saved with
+// its reason by name.
+func TestSteps_StaleHandlesChangeNothing(t *testing.T) {
+	st, err := NewStepper(Shape{Clients: 1, Keys: 1, Targets: 1, Capacity: 1, TTL: 2, ReserveTimeout: 2, DispatchTimeout: 2, QuarantineTTL: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := st.Init()
+	step := func(in Input, out Output) {
+		t.Helper()
+		next := st.Steps(s, in, out)
+		if len(next) != 1 {
+			t.Fatalf("%s -> %s: %d next states in\n%s", in, out, len(next), st.M.FormatState(&s))
+		}
+		s = next[0]
+	}
+	stale := func(why Why) {
+		t.Helper()
+		for _, u := range []struct {
+			in  Input
+			out OutKind
+		}{
+			{Input{Op: OpBeginDispatch, Gen: 1}, OutLost}, {Input{Op: OpCommitAccepted, Gen: 1}, OutLost},
+			{Input{Op: OpCancel}, OutLost}, {Input{Op: OpComplete, Outcome: 0}, OutUsed},
+			{Input{Op: OpComplete, Outcome: 1}, OutUsed}, {Input{Op: OpComplete, Outcome: 2}, OutUsed},
+			{Input{Op: OpDrop}, OutOK}, {Input{Op: OpRelease}, OutUsed}, {Input{Op: OpClose}, OutUsed},
+		} {
+			in := u.in
+			in.Again, in.Stale = true, why
+			next := st.Steps(s, in, Output{Kind: u.out})
+			if len(next) != 1 || !next[0].Equal(&s) {
+				t.Fatalf("%s -> %s: %d next states, or a changed one, in\n%s", in, u.out, len(next), st.M.FormatState(&s))
+			}
+			for _, wrong := range []OutKind{OutOK, OutLost, OutUsed, OutFenced, OutDispatched} {
+				if wrong != u.out && len(st.Steps(s, in, Output{Kind: wrong})) != 0 {
+					t.Fatalf("%s -> %s accepted", in, wrong)
+				}
+			}
+		}
+	}
+	step(Input{Op: OpTryAcquire}, Output{Kind: OutReserved})
+	step(Input{Op: OpBeginDispatch, Gen: 1}, Output{Kind: OutDispatched, Attempt: 1, Gen: 1})
+	stale(WhyDispatched)
+	step(Input{Op: OpComplete, Outcome: 1}, Output{Kind: OutOK}) // DefinitelyNotAccepted: reserved again
+	stale(WhyNotAccepted)
+	step(Input{Op: OpBeginDispatch, Gen: 1}, Output{Kind: OutDispatched, Attempt: 2, Gen: 1})
+	stale(WhyRedispatched)
+	step(Input{Op: OpComplete, Outcome: 0}, Output{Kind: OutCommitted, Gen: 1, Attempt: 2})
+	stale(WhyAccepted)
+	step(Input{Op: OpRelease}, Output{Kind: OutOK})
+	stale(WhyRelease)
+
+	b, err := json.Marshal(Input{Op: OpComplete, Again: true, Stale: WhyRedispatched})
+	if err != nil || !strings.Contains(string(b), `"stale":"DefinitelyNotAccepted, redispatched"`) {
+		t.Fatalf("saved as %s (%v)", b, err)
+	}
+	var in Input
+	if err := json.Unmarshal(b, &in); err != nil || in.Stale != WhyRedispatched {
+		t.Fatalf("read back as %+v (%v)", in, err)
+	}
+	if b, _ := json.Marshal(Input{Op: OpRelease}); strings.Contains(string(b), "stale") {
+		t.Fatalf("a fresh handle saved with a reason: %s", b)
 	}
 }

@@ -19,10 +19,12 @@ type Record struct {
 	Got  Output `json:"got"`
 }
 
-// Coverage counts the operations performed and the outputs seen.
+// Coverage counts the operations performed, the outputs seen and the uses
+// of stale handles.
 type Coverage struct {
-	Ops  [NumOps]int
-	Outs [NumOuts]int
+	Ops   [NumOps]int
+	Outs  [NumOuts]int
+	Stale StaleCoverage
 }
 
 // Add merges o into c.
@@ -33,6 +35,14 @@ func (c *Coverage) Add(o Coverage) {
 	for i := range c.Outs {
 		c.Outs[i] += o.Outs[i]
 	}
+	c.Stale.add(o.Stale)
+}
+
+// Count notes that in returned out.
+func (c *Coverage) Count(in Input, out Output) {
+	c.Ops[in.Op]++
+	c.Outs[out.Kind]++
+	c.Stale.count(in, out)
 }
 
 // Missing lists the operations and outputs never seen, ignoring those
@@ -92,8 +102,7 @@ func (d *Driver) Step(in Input) error {
 	}
 	got := d.Sys.Do(context.Background(), in)
 	d.Trace = append(d.Trace, Record{In: in, Want: want, Got: got})
-	d.Coverage.Ops[in.Op]++
-	d.Coverage.Outs[got.Kind]++
+	d.Coverage.Count(in, got)
 	if got != want {
 		return fmt.Errorf("%s returned %s, the model says %s\n%s", in, got, want, d.TraceString())
 	}
@@ -207,6 +216,11 @@ func Choose(sys *System, r int, lastAmb map[int][2]uint64, pick func(n int) int,
 			return hot
 		}
 	}
+	// Now and then, whatever it holds, the client uses a handle it kept
+	// after it stopped holding it (see chooseStale).
+	if st, ok := chooseStale(sys, in, pick); ok {
+		return st
+	}
 	switch sys.Holds(r) {
 	case HoldsReservation:
 		in.Target = pick(sh.Targets)
@@ -222,9 +236,19 @@ func Choose(sys *System, r int, lastAmb map[int][2]uint64, pick func(n int) int,
 			in.Op = OpBeginDispatch
 		}
 	case HoldsDispatch:
-		if pick(8) == 0 {
+		switch c := pick(16); {
+		case c < 4 && mix.Env:
+			// The dispatcher stalls past its timeout (its key is
+			// quarantined) ...
+			in.Op, in.By, in.Lazy = OpAdvance, sh.normalized().DispatchTimeout, pick(2) == 0
+		case c == 4 || c < 12 && sys.Stalled(r):
+			// ... and its attempt is resolved meanwhile, so its late
+			// result is fenced.
+			a := lastAmb[in.Key]
+			in.Op, in.Attempt, in.Gen, in.Outcome = OpResolve, a[0], a[1], pick(2)
+		case c < 7:
 			in.Op = OpDrop
-		} else {
+		default:
 			in.Op, in.Outcome = OpComplete, pick(3)
 		}
 	case HoldsLease:
@@ -257,12 +281,6 @@ func Choose(sys *System, r int, lastAmb map[int][2]uint64, pick func(n int) int,
 			in.Op = OpReap
 		case 17:
 			in.Op, in.Key = OpInvalidateKey, pick(sh.Keys)
-		case 5:
-			if sys.HasOldLease(r) {
-				in.Op, in.Again = []OpKind{OpRelease, OpAbandon, OpInvalidate, OpClose}[pick(4)], true
-				break
-			}
-			fallthrough
 		default:
 			in.Op, in.Key = OpTryAcquire, pick(sh.Keys)
 		}

@@ -152,8 +152,7 @@ func Execute(plan Plan, ops int, mutate ...func(*placement.Config)) (*Run, error
 					stuck[r]++
 				}
 				NoteAmbiguity(lastAmb, in, out)
-				covs[r].Ops[in.Op]++
-				covs[r].Outs[out.Kind]++
+				covs[r].Count(in, out)
 				histories[r] = append(histories[r], porcupine.Operation{
 					ClientId: r, Input: in, Output: out, Call: call, Return: ret})
 			}

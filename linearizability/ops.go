@@ -61,9 +61,12 @@ type Input struct {
 	Attempt uint64 `json:"attempt,omitempty"`
 	Outcome int    `json:"outcome,omitempty"` // model.Outcome for Complete, model.Resolution for Resolve
 	By      int64  `json:"by,omitempty"`      // Advance: model time units
-	// Again: a lease operation on the client's previous, already ended
-	// lease (it must report "used" and change nothing).
+	// Again: an operation on a handle the client kept after it stopped
+	// holding it: its previous Reservation, Dispatch guard or Lease (see
+	// stale.go). It must be refused ("lost", "used"; a Drop does nothing)
+	// and change nothing. Stale says how the handle went stale.
 	Again bool `json:"again,omitempty"`
+	Stale Why  `json:"stale,omitempty"`
 	// Short: a blocking Acquire with a short deadline, which may give up
 	// waiting (its effect is then none).
 	Short bool `json:"short,omitempty"`
@@ -168,6 +171,16 @@ func (o Output) String() string {
 
 // String renders the input for reports, in the spec's vocabulary.
 func (in Input) String() string {
+	if in.Again {
+		h, what := handleNames[useHandle[max(useOf(in), 0)]], in.Op.String()
+		if in.Op == OpComplete {
+			what = useNames[useOf(in)]
+		}
+		if in.Stale == WhyNone { // a history saved before reasons were recorded
+			return fmt.Sprintf("r%d %s on its old %s", in.Client, what, h)
+		}
+		return fmt.Sprintf("r%d %s on its old %s (k%d, stale after %s)", in.Client, what, h, in.Key, in.Stale)
+	}
 	switch in.Op {
 	case OpAcquire, OpTryAcquire:
 		return fmt.Sprintf("r%d %s(k%d)", in.Client, in.Op, in.Key)
@@ -180,10 +193,6 @@ func (in Input) String() string {
 			[]string{"Accepted", "NotAccepted"}[in.Outcome])
 	case OpInvalidateKey, OpQuery:
 		return fmt.Sprintf("r%d %s(k%d)", in.Client, in.Op, in.Key)
-	case OpRelease, OpAbandon, OpInvalidate, OpClose:
-		if in.Again {
-			return fmt.Sprintf("r%d %s(old lease)", in.Client, in.Op)
-		}
 	case OpBump:
 		return fmt.Sprintf("r%d Bump(t%d)", in.Client, in.Target)
 	case OpAdvance:
@@ -192,7 +201,7 @@ func (in Input) String() string {
 		}
 		return fmt.Sprintf("r%d Advance(+%d)", in.Client, in.By)
 	}
-	if in.Op == OpRelease && in.Window && !in.Again {
+	if in.Op == OpRelease && in.Window {
 		return fmt.Sprintf("r%d Release(called at %d)", in.Client, in.Clock)
 	}
 	if in.Window {

@@ -84,6 +84,10 @@ func TestLinearizable(t *testing.T) {
 	if miss := cov.Missing("error"); len(miss) > 0 {
 		t.Errorf("too thin: never exercised %v", miss)
 	}
+	t.Logf("%d uses of stale handles, each refused with no change:\n%s", cov.Stale.Total(), &cov.Stale)
+	if miss := cov.Stale.Missing(); len(miss) > 0 {
+		t.Errorf("too thin: stale handles never used %v", miss)
+	}
 	if frac := overlapping / float64(total); frac < 0.2 {
 		t.Errorf("too thin: only %.0f%% of operations overlap another", 100*frac)
 	}

@@ -105,6 +105,15 @@ func (st *Stepper) expect(s model.State, in Input) (Output, model.State, bool) {
 		return Output{}, s, false
 	}
 	pc := s.Req[r].Pc
+	if in.Again && useOf(in) < 0 {
+		return Output{}, s, false // only handles are kept
+	}
+	if in.Again {
+		// A handle the client stopped holding: to the model it is a
+		// request whose pc no longer matches the handle (an idle one), so
+		// its use is refused below and changes nothing.
+		pc = model.PcIdle
+	}
 	switch in.Op {
 	case OpAcquire, OpTryAcquire:
 		if pc != model.PcIdle || in.Key < 0 || in.Key >= len(s.Table) {
@@ -179,7 +188,7 @@ func (st *Stepper) expect(s model.State, in Input) (Output, model.State, bool) {
 		}
 		return Output{Kind: OutOK}, n, true
 	case OpRelease, OpAbandon, OpInvalidate, OpClose:
-		if pc != model.PcHolding || in.Again {
+		if pc != model.PcHolding {
 			return Output{Kind: OutUsed}, s, true
 		}
 		f := map[OpKind]func(*model.State, int) (model.State, model.Result, bool){

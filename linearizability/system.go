@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/placementlab/placement/impl/placement"
@@ -57,12 +58,34 @@ const (
 )
 
 type client struct {
-	res       *placement.Reservation[int]
-	d         *placement.Dispatch[int]
-	lease     placement.Lease[int]
-	lastLease placement.Lease[int] // the previous lease, already ended
-	holds     Handle
-	key       int // the key the handle is for
+	res   *placement.Reservation[int]
+	d     *placement.Dispatch[int]
+	lease placement.Lease[int]
+	holds Handle
+	key   int // the key the handle is for
+	// stalled: the client's last operation moved the clock while it held
+	// a dispatch. refused: its last operation was refused because the
+	// coordinator had ended the handle it held (revoked or fenced
+	// meanwhile); which kind of handle. See Choose.
+	stalled bool
+	refused Handle
+	// resLate: res came back from a DefinitelyNotAccepted that settled a
+	// timed-out dispatch's quarantine, so it is not held.
+	resLate bool
+	// The handles the client stopped holding, kept to be used again
+	// (Input.Again).
+	oldRes    kept[*placement.Reservation[int]]
+	oldD      kept[*placement.Dispatch[int]]
+	lastLease kept[placement.Lease[int]]
+}
+
+// kept is a handle a client stopped holding, with its key and how it went
+// stale.
+type kept[H any] struct {
+	h   H
+	key int
+	why Why
+	ok  bool
 }
 
 // System is the coordinator under test, with a manual clock, and what each
@@ -73,6 +96,11 @@ type System struct {
 	Shape   Shape
 	clients []client
 	keys    []string
+	// quarantined holds every attempt the coordinator reported
+	// quarantined (from its Observer): a dispatch whose Accepted or
+	// DefinitelyNotAccepted finds its attempt here had timed out.
+	mu          sync.Mutex
+	quarantined map[uint64]bool
 }
 
 // NewSystem builds a coordinator of the given shape.
@@ -88,11 +116,23 @@ func NewSystem(sh Shape, mutate ...func(*placement.Config)) (*System, error) {
 	for _, m := range mutate {
 		m(&cfg)
 	}
+	s := &System{Clock: clk, Shape: sh, clients: make([]client, sh.Clients), quarantined: map[uint64]bool{}}
+	observer := cfg.Observer
+	cfg.Observer = func(ev placement.Event) {
+		if ev.Kind == placement.EventQuarantined {
+			s.mu.Lock()
+			s.quarantined[ev.Attempt] = true
+			s.mu.Unlock()
+		}
+		if observer != nil {
+			observer(ev)
+		}
+	}
 	c, err := placement.New[int](cfg)
 	if err != nil {
 		return nil, err
 	}
-	s := &System{C: c, Clock: clk, Shape: sh, clients: make([]client, sh.Clients)}
+	s.C = c
 	for k := 0; k < sh.Keys; k++ {
 		s.keys = append(s.keys, fmt.Sprintf("k%d", k))
 	}
@@ -108,8 +148,112 @@ func (s *System) Holds(r int) Handle { return s.clients[r].holds }
 // HeldKey returns the key client r's handle is for.
 func (s *System) HeldKey(r int) int { return s.clients[r].key }
 
-// HasOldLease reports whether client r has ended a lease before.
-func (s *System) HasOldLease(r int) bool { return s.clients[r].lastLease.Key() != "" }
+// KeptHandle is a handle a client stopped holding: which kind, its key, and
+// how it went stale.
+type KeptHandle struct {
+	Handle Handle
+	Key    int
+	Why    Why
+}
+
+// Refused returns the kind of handle client r's last operation used, if
+// it was refused because the coordinator had ended that handle (a revoked
+// reservation, a fenced dispatch); HoldsNothing otherwise.
+func (s *System) Refused(r int) Handle { return s.clients[r].refused }
+
+// Stalled reports whether client r's last operation moved the clock while
+// it held a dispatch.
+func (s *System) Stalled(r int) bool { return s.clients[r].stalled }
+
+// Kept lists the handles client r keeps to use again.
+func (s *System) Kept(r int) []KeptHandle {
+	cl := &s.clients[r]
+	var out []KeptHandle
+	if cl.oldRes.ok {
+		out = append(out, KeptHandle{HoldsReservation, cl.oldRes.key, cl.oldRes.why})
+	}
+	if cl.oldD.ok {
+		out = append(out, KeptHandle{HoldsDispatch, cl.oldD.key, cl.oldD.why})
+	}
+	if cl.lastLease.ok {
+		out = append(out, KeptHandle{HoldsLease, cl.lastLease.key, cl.lastLease.why})
+	}
+	return out
+}
+
+// timedOut reports whether the coordinator quarantined attempt a.
+func (s *System) timedOut(a uint64) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.quarantined[a]
+}
+
+// lostWhy is why client cl's reservation, reported lost, went stale.
+func (cl *client) lostWhy() Why {
+	if cl.resLate {
+		return WhyDispatchTimeout
+	}
+	return WhyReservationTimeout
+}
+
+// keepRes keeps client cl's reservation as stale for why.
+func (cl *client) keepRes(why Why) {
+	cl.oldRes = kept[*placement.Reservation[int]]{h: cl.res, key: cl.key, why: why, ok: true}
+}
+
+// dispatchEnded keeps client cl's dispatch, which ended for why; its
+// reservation, if kept, goes stale for the same reason, unless it is held
+// again.
+func (cl *client) dispatchEnded(why Why) {
+	cl.oldD = kept[*placement.Dispatch[int]]{h: cl.d, key: cl.key, why: why, ok: true}
+	if cl.oldRes.ok && cl.oldRes.h == cl.d.Reservation() {
+		if why == WhyNotAccepted {
+			cl.oldRes.ok = false
+		} else {
+			cl.oldRes.why = why
+		}
+	}
+}
+
+// doAgain performs in, an operation on one of the client's kept handles
+// (Input.Again). It changes nothing the client holds.
+func (s *System) doAgain(cl *client, in Input) Output {
+	switch in.Op {
+	case OpBeginDispatch:
+		d, err := cl.oldRes.h.BeginDispatch(in.Target, in.Gen)
+		if err == nil {
+			return Output{Kind: OutDispatched, Attempt: d.Attempt(), Gen: d.Generation()}
+		}
+		return errOutput(err)
+	case OpCommitAccepted:
+		l, err := cl.oldRes.h.CommitAccepted(in.Target, in.Gen)
+		if err == nil {
+			return Output{Kind: OutCommitted, Target: l.Target(), Gen: l.Generation(), Attempt: l.Version()}
+		}
+		return errOutput(err)
+	case OpCancel:
+		return errOutput(cl.oldRes.h.Cancel())
+	case OpComplete:
+		o := []placement.Outcome{placement.Accepted, placement.DefinitelyNotAccepted, placement.Ambiguous}[in.Outcome]
+		l, err := cl.oldD.h.Complete(o)
+		if err == nil && o == placement.Accepted {
+			return Output{Kind: OutCommitted, Target: l.Target(), Gen: l.Generation(), Attempt: l.Version()}
+		}
+		return errOutput(err)
+	case OpDrop:
+		cl.oldD.h.Drop()
+		return Output{Kind: OutOK}
+	case OpRelease:
+		return errOutput(cl.lastLease.h.Release())
+	case OpAbandon:
+		return errOutput(cl.lastLease.h.Abandon())
+	case OpInvalidate:
+		return errOutput(cl.lastLease.h.Invalidate())
+	case OpClose:
+		return errOutput(cl.lastLease.h.Close())
+	}
+	return Output{Kind: OutError, Err: "no kept handle for " + in.Op.String()}
+}
 
 // KeyName returns key k's name.
 func (s *System) KeyName(k int) string { return s.keys[k] }
@@ -119,6 +263,25 @@ func (s *System) KeyName(k int) string { return s.keys[k] }
 // client); different clients may run concurrently.
 func (s *System) Do(ctx context.Context, in Input) Output {
 	cl := &s.clients[in.Client]
+	cl.stalled = in.Op == OpAdvance && cl.holds == HoldsDispatch
+	if in.Again {
+		cl.refused = HoldsNothing
+		return s.doAgain(cl, in)
+	}
+	out := s.do(ctx, cl, in)
+	switch u := useOf(in); {
+	case u >= 0 && useHandle[u] == HoldsReservation && out.Kind == OutLost:
+		cl.refused = HoldsReservation
+	case in.Op == OpComplete && out.Kind == OutFenced:
+		cl.refused = HoldsDispatch
+	default:
+		cl.refused = HoldsNothing
+	}
+	return out
+}
+
+// do performs in, which uses no kept handle, for client cl.
+func (s *System) do(ctx context.Context, cl *client, in Input) Output {
 	switch in.Op {
 	case OpAcquire, OpTryAcquire:
 		var a placement.Acquisition[int]
@@ -134,7 +297,7 @@ func (s *System) Do(ctx context.Context, in Input) Output {
 			cl.lease, cl.holds = a.Lease, HoldsLease
 			return Output{Kind: OutHit, Target: a.Lease.Target(), Gen: a.Lease.Generation(), Attempt: a.Lease.Version()}
 		case err == nil:
-			cl.res, cl.holds = a.Reservation, HoldsReservation
+			cl.res, cl.holds, cl.resLate = a.Reservation, HoldsReservation, false
 			return Output{Kind: OutReserved}
 		}
 		return errOutput(err)
@@ -142,9 +305,14 @@ func (s *System) Do(ctx context.Context, in Input) Output {
 		d, err := cl.res.BeginDispatch(in.Target, in.Gen)
 		switch {
 		case err == nil:
+			cl.keepRes(WhyDispatched)
+			if cl.oldD.ok && cl.oldD.why == WhyNotAccepted && cl.oldD.h.Reservation() == cl.res {
+				cl.oldD.why = WhyRedispatched
+			}
 			cl.d, cl.holds = d, HoldsDispatch
 			return Output{Kind: OutDispatched, Attempt: d.Attempt(), Gen: d.Generation()}
 		case errors.Is(err, placement.ErrReservationLost):
+			cl.keepRes(cl.lostWhy())
 			cl.holds = HoldsNothing
 		}
 		return errOutput(err)
@@ -154,20 +322,42 @@ func (s *System) Do(ctx context.Context, in Input) Output {
 		case err == nil, errors.Is(err, placement.ErrStaleAtBirth):
 			// Committed; stale at birth if a Bump raced the call (the
 			// lease still ends as any lease does).
+			cl.keepRes(WhyCommitAccepted)
 			cl.lease, cl.holds = l, HoldsLease
 			return Output{Kind: OutCommitted, Target: l.Target(), Gen: l.Generation(), Attempt: l.Version(), Stale: err != nil}
 		case errors.Is(err, placement.ErrReservationLost):
+			cl.keepRes(cl.lostWhy())
 			cl.holds = HoldsNothing
 		}
 		return errOutput(err)
 	case OpCancel:
 		cl.holds = HoldsNothing
-		return errOutput(cl.res.Cancel())
+		err := cl.res.Cancel()
+		if err == nil {
+			cl.keepRes(WhyCancel)
+		} else {
+			cl.keepRes(cl.lostWhy())
+		}
+		return errOutput(err)
 	case OpComplete:
 		o := []placement.Outcome{placement.Accepted, placement.DefinitelyNotAccepted, placement.Ambiguous}[in.Outcome]
 		l, err := cl.d.Complete(o)
+		late := s.timedOut(cl.d.Attempt()) && o != placement.Ambiguous
 		cl.holds = HoldsNothing
 		stale := errors.Is(err, placement.ErrStaleAtBirth) // committed, with a lease, but stale at birth
+		switch {
+		case errors.Is(err, placement.ErrFenced):
+			cl.dispatchEnded(WhyResolved)
+		case err != nil && !stale:
+		case o == placement.Ambiguous:
+			cl.dispatchEnded(WhyAmbiguous)
+		case late:
+			cl.dispatchEnded(WhyDispatchTimeout)
+		case o == placement.Accepted:
+			cl.dispatchEnded(WhyAccepted)
+		default:
+			cl.dispatchEnded(WhyNotAccepted)
+		}
 		switch {
 		case err != nil && !stale:
 			return errOutput(err)
@@ -177,20 +367,18 @@ func (s *System) Do(ctx context.Context, in Input) Output {
 		case o == placement.DefinitelyNotAccepted:
 			// The reservation is held again, unless the result came late
 			// and settled a quarantine; using it then reports it lost.
-			cl.res, cl.holds = cl.d.Reservation(), HoldsReservation
+			cl.res, cl.holds, cl.resLate = cl.d.Reservation(), HoldsReservation, late
 		}
 		return Output{Kind: OutOK}
 	case OpDrop:
 		cl.d.Drop()
+		cl.dispatchEnded(WhyDrop)
 		cl.holds = HoldsNothing
 		return Output{Kind: OutOK}
 	case OpRelease, OpAbandon, OpInvalidate, OpClose:
 		l := cl.lease
-		if in.Again {
-			l = cl.lastLease
-		} else {
-			cl.lastLease = l
-		}
+		why := [NumOps]Why{OpRelease: WhyRelease, OpAbandon: WhyAbandon, OpInvalidate: WhyInvalidate, OpClose: WhyClose}[in.Op]
+		cl.lastLease = kept[placement.Lease[int]]{h: l, key: cl.key, why: why, ok: true}
 		cl.holds = HoldsNothing
 		switch in.Op {
 		case OpRelease:

@@ -120,15 +120,21 @@ func Example_waiter() {
 	c, _ := placement.New[Worker](placement.Config{IdleTTL: time.Minute, ReserveTimeout: 10 * time.Second, DispatchTimeout: 10 * time.Second,
 		MaxEntries: placement.DefaultMaxEntries, MaxKeyBytes: placement.DefaultMaxKeyBytes})
 	defer c.Close()
-	ctx := context.Background()
+	// Every request has a deadline; a waiter gives up at it (and this
+	// example fails there rather than hang if the wake-up were lost).
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
 
 	first, _ := c.Acquire(ctx, "s")
 	done := make(chan placement.Acquisition[Worker])
 	go func() {
-		a, _ := c.Acquire(ctx, "s") // waits for the initializer
+		a, err := c.Acquire(ctx, "s") // waits for the initializer
+		if err != nil {
+			fmt.Println("waiter:", err)
+		}
 		done <- a
 	}()
-	for c.Stats().Waits == 0 {
+	for ctx.Err() == nil && c.Stats().Waits == 0 {
 		time.Sleep(time.Millisecond)
 	}
 	d, _ := first.Reservation.BeginDispatch(Worker{ID: 3}, c.Generation(Worker{ID: 3}))

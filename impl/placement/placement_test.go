@@ -142,7 +142,7 @@ func TestAcquire_WaitsForInitializerAndWakes(t *testing.T) {
 	must(t, err)
 	l, err := d.Complete(Accepted)
 	must(t, err)
-	w := <-got
+	w := recvWithin(t, got, wakeLimit, "the waiter's answer after Complete(Accepted)")
 	must(t, w.err)
 	a := w.a
 	if !a.Hit() || a.Lease.Target() != w2 {
@@ -168,7 +168,7 @@ func TestCancel_WaiterBecomesInitializer(t *testing.T) {
 	r := reserve(t, c, "s")
 	got := waiter(c, "s")
 	must(t, r.Cancel())
-	if w := <-got; w.a.Reservation == nil {
+	if w := recvWithin(t, got, wakeLimit, "the waiter's answer after Cancel"); w.a.Reservation == nil {
 		t.Fatalf("the waiter did not become the next initializer (err %v)", w.err)
 	}
 	if err := r.Cancel(); !errors.Is(err, ErrReservationLost) {
@@ -616,7 +616,7 @@ func TestClose_WakesWaitersAndRefuses(t *testing.T) {
 	reserve(t, c, "s")
 	got := waiter(c, "s")
 	must(t, c.Close())
-	if w := <-got; !errors.Is(w.err, ErrClosed) {
+	if w := recvWithin(t, got, wakeLimit, "the waiter's answer after Close"); !errors.Is(w.err, ErrClosed) {
 		t.Fatalf("waiter: %v", w.err)
 	}
 	if _, err := c.TryAcquire("t"); !errors.Is(err, ErrClosed) {
@@ -709,8 +709,12 @@ func TestConcurrentLeasesBalance(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			// Every Acquire should hit; one that waits instead gives up
+			// after wakeLimit rather than hang the test.
+			ctx, cancel := context.WithTimeout(context.Background(), wakeLimit)
+			defer cancel()
 			for i := 0; i < 2000; i++ {
-				a, err := c.Acquire(context.Background(), "s")
+				a, err := c.Acquire(ctx, "s")
 				if err != nil || !a.Hit() {
 					t.Error("miss", err)
 					return
@@ -1020,7 +1024,8 @@ type waited struct {
 }
 
 // waiter starts Acquire(key) in a goroutine and returns once it waits (the
-// key is being initialized); its answer arrives on the channel.
+// key is being initialized), or after wakeLimit if it never does; its
+// answer arrives on the channel (receive it with recvWithin).
 func waiter(c *Coordinator[target], key string) <-chan waited {
 	before := c.Stats().Waits
 	got := make(chan waited, 1)
@@ -1028,7 +1033,7 @@ func waiter(c *Coordinator[target], key string) <-chan waited {
 		a, err := c.Acquire(context.Background(), key)
 		got <- waited{a, err}
 	}()
-	for c.Stats().Waits == before {
+	for start := time.Now(); c.Stats().Waits == before && time.Since(start) < wakeLimit; {
 		time.Sleep(time.Millisecond)
 	}
 	return got
