@@ -53,7 +53,7 @@ func (from lifeState) next(kind placement.EventKind) (lifeState, bool) {
 		return lifeAbsent, from == lifeBound || from == lifeSettled
 	case placement.EventCapacityRejected:
 		return lifeAbsent, from == lifeAbsent || from == lifeSettled
-	case placement.EventQuarantineExpired:
+	case placement.EventQuarantineExpired, placement.EventQuarantineDropped:
 		return lifeAbsent, from == lifeQuarantined
 	}
 	return from, false

@@ -280,9 +280,14 @@ func TestVariantsCaughtByEveryProperty(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		_, client := c.Overrides["ClientFairness"]
-		if _, system := c.Overrides["SystemFairness"]; client || system {
-			continue // a liveness variant: only a liveness property can catch it
+		liveOnly := len(c.Invariants) == 0
+		for _, p := range c.Properties {
+			if _, ok := LivenessProperties[p]; !ok {
+				liveOnly = false
+			}
+		}
+		if liveOnly {
+			continue // a liveness variant (its config names only liveness): only a liveness property can catch it
 		}
 		c.Invariants, c.Properties = main.Invariants, main.Properties
 		_, rep := exploreConfig(t, c)

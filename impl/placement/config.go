@@ -115,10 +115,11 @@ const (
 	EventExpired
 	EventCapacityRejected
 	EventQuarantineExpired
+	EventQuarantineDropped
 )
 
 var eventNames = [...]string{"", "Reserved", "Committed", "RolledBack", "Quarantined", "Resolved",
-	"Removed", "Expired", "CapacityRejected", "QuarantineExpired"}
+	"Removed", "Expired", "CapacityRejected", "QuarantineExpired", "QuarantineDropped"}
 
 // String returns the name of k as the spec writes it.
 func (k EventKind) String() string {
@@ -139,8 +140,8 @@ type Event struct {
 	Kind EventKind
 	Key  string
 	// Attempt and Generation: the attempt (Committed, RolledBack,
-	// Quarantined, Resolved, QuarantineExpired, and Removed when a
-	// quarantine is dropped because its target's generation moved on) or
+	// Quarantined, Resolved, QuarantineExpired, QuarantineDropped: its
+	// target's generation moved on) or
 	// the binding version (Expired, and Removed when a binding ends), with
 	// its target's generation.
 	Attempt    uint64

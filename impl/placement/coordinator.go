@@ -550,7 +550,8 @@ func (c *Coordinator[T]) timeoutsLocked(e *entry[T], now int64) {
 	if e.st == stQuarantined && !e.removed {
 		switch {
 		case e.p.slot.gen.Load() != e.p.tgen && !mutant("QuarantineIgnoresGeneration"):
-			c.removeLocked(e, Event{Kind: EventRemoved, Key: e.key, Attempt: e.p.attempt, Generation: e.p.tgen}, quarantinedTarget(e))
+			c.stats.quarantinesDropped.Add(1)
+			c.removeLocked(e, Event{Kind: EventQuarantineDropped, Key: e.key, Attempt: e.p.attempt, Generation: e.p.tgen}, quarantinedTarget(e))
 		case e.p.deadline <= now && !mutant("QuarantineNeverExpires"):
 			c.stats.quarantineExpirations.Add(1)
 			c.removeLocked(e, Event{Kind: EventQuarantineExpired, Key: e.key, Attempt: e.p.attempt, Generation: e.p.tgen}, quarantinedTarget(e))
@@ -902,4 +903,10 @@ func (c *Coordinator[T]) Generation(target T) uint64 { return c.catalog.slot(tar
 // BumpGeneration records that target left or rejoined and returns its new
 // generation. Every binding to an older generation is fenced at once: hits
 // on it miss (and re-initialize), and the reaper removes it, leases or not.
+// Every quarantine of an attempt on target ends too (EventQuarantineDropped):
+// the binding it could produce would be stale at birth, and the worker that
+// might have accepted it is gone. So bump only when the worker really lost
+// its state (it left, restarted, or was replaced), never on a health check
+// that merely flapped: a bump lets the sessions quarantined on it dispatch
+// again.
 func (c *Coordinator[T]) BumpGeneration(target T) uint64 { return c.catalog.bump(target) }

@@ -121,9 +121,11 @@ func (r *Reservation[T]) Done() {
 }
 
 // BeginDispatch fixes the provisional target and its generation under a
-// fresh attempt id. The generation must be target's current one in the
-// coordinator's catalog, else a *FencedError is returned and the
-// reservation is kept. The returned guard must be completed (or dropped).
+// fresh attempt id. Pass the generation the router saw when it chose the
+// target (Generation, read with its view of the workers): if the target has
+// left or rejoined since (BumpGeneration), a *FencedError is returned and
+// the reservation is kept, to choose again. The returned guard must be
+// completed (or dropped).
 // After the coordinator's Close it returns ErrClosed and the reservation
 // is kept (Cancel or Done gives it up).
 func (r *Reservation[T]) BeginDispatch(target T, generation uint64) (*Dispatch[T], error) {
@@ -241,6 +243,8 @@ func (d *Dispatch[T]) Reservation() *Reservation[T] { return d.r }
 //     extend it); a late one settles a quarantine to absent.
 //   - Ambiguous quarantines the key.
 //
+// DefinitelyNotAccepted and Ambiguous return a zero Lease and a nil error:
+// test the outcome you reported, not the error, to tell them apart.
 // An attempt that is no longer current is fenced: a *FencedError, no change.
 //
 // After the coordinator's Close nothing is committed or settled: Accepted,

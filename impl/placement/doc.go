@@ -8,7 +8,10 @@
 // # Lifecycle
 //
 // Acquire returns a Lease on the key's binding (a hit) or a Reservation:
-// the caller is the key's one initializer and other requests wait. The
+// the caller is the key's one initializer and other requests wait, in line:
+// a key that becomes free while requests wait (its initializer cancelled or
+// timed out) is handed at once to the one that has waited longest, so no
+// waiter is ever overtaken by a newcomer or a later waiter. The
 // initializer calls Reservation.BeginDispatch with the chosen target and its
 // generation, gets a Dispatch guard with a fresh attempt id, forwards the
 // request and reports the outcome with Dispatch.Complete:
@@ -16,9 +19,17 @@
 //   - Accepted commits the binding; the dispatcher holds its first lease.
 //   - DefinitelyNotAccepted returns the reservation, to dispatch again or Cancel.
 //   - Ambiguous (a timeout, a dropped stream) quarantines the key: Acquire
-//     returns an *AmbiguousError and nothing is dispatched again until a late
-//     result from the guard or Coordinator.Resolve, fenced by attempt id and
-//     generation, settles it.
+//     returns an *AmbiguousError (with the attempt, its target and
+//     generation) and nothing is dispatched again until a late result from
+//     the guard or Coordinator.Resolve, fenced by attempt id and generation,
+//     settles it, the target's generation moves on (the binding it could
+//     produce would be stale at birth), or QuarantineTTL passes (the
+//     operator's bound on how long a possibly-accepted request blocks a
+//     replay; EventQuarantineExpired). Coordinator.Quarantined lists them.
+//
+// A reservation lasts ReserveTimeout from when the key was reserved, across
+// DefinitelyNotAccepted retries; each dispatch lasts DispatchTimeout, after
+// which it is quarantined (its QuarantineTTL counts from that deadline).
 //
 // A lease ends with Release (the idle TTL restarts at zero leases), Abandon,
 // Invalidate (the binding is bad) or Close (the session's final request: the
@@ -35,7 +46,8 @@
 //
 // # Spec actions and where they are
 //
-//	Acquire             Coordinator.Acquire, TryAcquire (tryHit is the hot path)
+//	Acquire             Coordinator.Acquire, TryAcquire (tryHit is the hot path); a
+//	                    waiter's Acquire happens when the key is handed to it
 //	Cancel              Reservation.Cancel (and Done, on a reservation still held)
 //	BeginDispatch       Reservation.BeginDispatch (CommitAccepted = BeginDispatch + Complete(Accepted))
 //	Complete            Dispatch.Complete (Drop = Complete(Ambiguous) if still in flight; so is Done)
@@ -45,7 +57,9 @@
 //	InvalidateKey       Coordinator.InvalidateKey
 //	Expire, DropStale   the reaper's sweep; lazily in Acquire, Query and InvalidateKey;
 //	                    a ManualClock's Advance or Reclaim (not Set)
-//	ReservationTimeout  lazily on access, and the sweep
+//	QuarantineExpire    lazily on access to the key, and the sweep (so is a DropStale
+//	                    of a quarantine)
+//	ReservationTimeout  lazily on access, and the sweep (a waiter is handed the key)
 //	DispatchTimeout     lazily on access, and the sweep
 //	Bump                Coordinator.BumpGeneration
 //	Advance             ManualClock.Advance, AdvanceBy, Set, SetBy

@@ -177,6 +177,33 @@ func Example_ambiguous() {
 	// resolved; next turn hits worker 9
 }
 
+// A quarantine ends by itself after QuarantineTTL, the operator's bound on
+// how long a request the worker may have accepted blocks a replay; until
+// then a resolver finds it with Quarantined, which names everything
+// Resolve needs.
+func ExampleCoordinator_Quarantined() {
+	clk := placement.NewManualClock(0)
+	c, _ := placement.New[Worker](placement.Config{IdleTTL: time.Minute, ReserveTimeout: 5 * time.Second,
+		DispatchTimeout: 30 * time.Second, QuarantineTTL: 2 * time.Minute,
+		MaxEntries: 1024, MaxKeyBytes: 64, Clock: clk})
+	defer c.Close()
+
+	a, _ := c.TryAcquire("s")
+	a.Reservation.BeginDispatch(Worker{ID: 4}, 1)
+	clk.Advance(time.Minute) // no outcome within DispatchTimeout: quarantined at 30 s
+	for _, q := range c.Quarantined() {
+		fmt.Println(q.Key, "worker", q.Target.ID, "quarantined for", q.Age, "until", q.Expires)
+	}
+	clk.Advance(150 * time.Second) // QuarantineTTL after the dispatch's deadline
+	a.Done()                       // the late guard: nothing left to end
+	b, _ := c.TryAcquire("s")
+	fmt.Println("quarantines left:", len(c.Quarantined()), "next request reserves:", b.Reservation != nil)
+	b.Done()
+	// Output:
+	// s worker 4 quarantined for 30s until 2m30s
+	// quarantines left: 0 next request reserves: true
+}
+
 // A simulation host drives time with a ManualClock: no reaper goroutine;
 // each Advance reclaims what expired.
 func Example_manualClock() {

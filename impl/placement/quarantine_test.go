@@ -117,8 +117,11 @@ func TestContract_QuarantineDroppedWhenGenerationMovesOn(t *testing.T) {
 	if _, err := d.Complete(Accepted); !errors.Is(err, ErrUsed) {
 		t.Fatalf("guard: %v", err)
 	}
-	if k := rec.kinds(); k[len(k)-1] != EventReserved || k[len(k)-2] != EventRemoved {
-		t.Fatalf("events %v, want ... Removed, Reserved", k)
+	if k := rec.kinds(); k[len(k)-1] != EventReserved || k[len(k)-2] != EventQuarantineDropped {
+		t.Fatalf("events %v, want ... QuarantineDropped, Reserved", k)
+	}
+	if s := c.Stats(); s.QuarantinesDropped != 2 || s.Quarantines != s.Resolutions+s.QuarantineExpirations+s.QuarantinesDropped+s.Quarantined {
+		t.Fatalf("stats %+v: every quarantine must end one way", s)
 	}
 }
 

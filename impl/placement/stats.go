@@ -21,8 +21,10 @@ type counters struct {
 	resolutions    atomic.Int64
 	expirations    atomic.Int64
 	reaperRestarts atomic.Int64
-	// quarantineExpirations counts quarantines ended by QuarantineTTL.
+	// quarantineExpirations counts quarantines ended by QuarantineTTL;
+	// quarantinesDropped those ended because their generation moved on.
 	quarantineExpirations atomic.Int64
+	quarantinesDropped    atomic.Int64
 }
 
 // Stats are cumulative counts since New, and what the table holds now.
@@ -47,6 +49,11 @@ type Stats struct {
 	Quarantined int64
 	// QuarantineExpirations counts quarantines that QuarantineTTL ended.
 	QuarantineExpirations int64
+	// QuarantinesDropped counts quarantines ended because their target's
+	// generation moved on (BumpGeneration). Every quarantine ends one way:
+	// Quarantines = Resolutions + QuarantineExpirations + QuarantinesDropped
+	// + Quarantined, once no call is in progress.
+	QuarantinesDropped int64
 }
 
 // Stats returns the coordinator's statistics. It walks the table, locking
@@ -121,6 +128,7 @@ func (c *Coordinator[T]) Stats() Stats {
 		Quarantined:        quarantined,
 
 		QuarantineExpirations: c.stats.quarantineExpirations.Load(),
+		QuarantinesDropped:    c.stats.quarantinesDropped.Load(),
 	}
 }
 

@@ -37,6 +37,9 @@ var variants = []struct{ name, doc string }{
 	{"DoneKeepsReservation", "Done leaves a reservation held (never dispatched, or back after DefinitelyNotAccepted): waiters block until the timeout"},
 	{"ActsAfterClose", "after Close, dispatches, commits, resolves and invalidations still act"},
 	{"AttemptsFromOne", "every coordinator counts attempt ids from 1, so they repeat across coordinators and restarts"},
+	{"NoHandOff", "a freed key is not handed to the longest waiter: every waiter and newcomer races for it (the landed core's broadcast)"},
+	{"QuarantineNeverExpires", "a quarantine outlives its QuarantineTTL: only a settlement or a bump ends it"},
+	{"QuarantineIgnoresGeneration", "a quarantine whose target's generation moved on is kept (its late result could only bind stale)"},
 }
 
 // The checkers, in the order they are tried: test is an anchored -test.run
