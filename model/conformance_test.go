@@ -85,7 +85,7 @@ func TestConformance(t *testing.T) {
 		name := filepath.Base(cfg)
 		t.Run(name, func(t *testing.T) {
 			if raceEnabled && (name == "MCPlacement.cfg" || name == "MCWide.cfg") {
-				t.Skip("1.4M states under the race detector; `make test` runs this config without -race")
+				t.Skip("2.7M states under the race detector; `make test` runs this config without -race")
 			}
 			want := readResult(t, cfg)
 			m, rep := explore(t, cfg)

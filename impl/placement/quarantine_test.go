@@ -14,7 +14,7 @@ func answerWithin(t *testing.T, ch <-chan waited, what string) waited {
 	case w := <-ch:
 		return w
 	case <-time.After(5 * time.Second):
-		t.Fatalf("%s: no answer within 5s (lost wake-up?)", what)
+		t.Fatalf("%s: no answer within 5s (the key went to someone else first, or its wake-up was lost)", what)
 		return waited{}
 	}
 }
