@@ -370,3 +370,18 @@ func bugConfigFor(t *testing.T, variant string) *TLCConfig {
 	}
 	return nil
 }
+
+// TestResultsHaveConfigs: every recorded TLC result belongs to a config
+// that still exists, so a renamed or deleted config leaves no stale data.
+func TestResultsHaveConfigs(t *testing.T) {
+	results, err := filepath.Glob(filepath.Join(specDir, "results", "*.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range results {
+		name := strings.TrimSuffix(filepath.Base(r), ".json")
+		if _, err := os.Stat(filepath.Join(specDir, name+".cfg")); err != nil {
+			t.Errorf("results/%s.json has no config %s.cfg", name, name)
+		}
+	}
+}
