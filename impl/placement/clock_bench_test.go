@@ -43,11 +43,19 @@ func benchHitRelease(b *testing.B, cfg Config) {
 	}
 }
 
-// BenchmarkHitRelease_DefaultClock: the clock a zero Config.Clock gives.
+// BenchmarkHitRelease_DefaultClock: the clock a zero Config gives (the
+// coarse clock, 1 ms ticks).
 func BenchmarkHitRelease_DefaultClock(b *testing.B) { benchHitRelease(b, Config{}) }
 
 // BenchmarkHitRelease_ManualClock: a ManualClock (one atomic load a
 // reading), the floor for any clock.
 func BenchmarkHitRelease_ManualClock(b *testing.B) {
 	benchHitRelease(b, Config{Clock: NewManualClock(0)})
+}
+
+// BenchmarkHitRelease_PreciseClock: ClockResolution PreciseClock, the
+// runtime clock read at every reading (the default before the coarse
+// clock).
+func BenchmarkHitRelease_PreciseClock(b *testing.B) {
+	benchHitRelease(b, Config{ClockResolution: PreciseClock})
 }
