@@ -69,9 +69,11 @@
 //
 // A hit on a live binding and Release take no lock and allocate nothing:
 // a lock-free lookup in the coordinator's bounded table (table.go), one
-// atomic load for the generation fence and one compare-and-swap each on the
-// binding's word (leases, closing and dead flags, and the lease cell that
-// makes a session's lease single-use; see entry.go). The entry holds its
+// atomic load for the generation fence, one of the default clock when a
+// hit finds the binding idle or a Release leaves it idle (see Time), and
+// one compare-and-swap each on the binding's word (leases, closing and
+// dead flags, and the lease cell that makes a session's lease single-use;
+// see entry.go). The entry holds its
 // key's bytes and its first binding in one allocation. Every other path
 // locks only its key's entry.
 //
@@ -82,8 +84,9 @@
 // lease on it; a hit that wins the word first keeps the binding alive. So
 // a binding reported gone stays gone, with whatever clock: the coarse
 // clock's ticks (and the runtime clock, with PreciseClock) move time between
-// reaper sweeps without reclaiming anything, as ManualClock.Set does. Every deadline an operation sets (a reservation's,
-// a dispatch's, a new or released binding's idle deadline) comes from one
+// reaper sweeps without reclaiming anything, as ManualClock.Set does.
+// Every deadline an operation sets (a reservation's, a dispatch's, a new
+// or released binding's idle deadline) comes from one
 // reading of the clock taken during the call, before its change takes
 // effect, so a clock update that lands during the call may or may not
 // count toward it.
