@@ -191,11 +191,6 @@ func (c *Coordinator[T]) now() int64 {
 	if c.coarse != nil && !c.closed.Load() {
 		return c.coarse.now() - c.base
 	}
-	return c.slowNow()
-}
-
-// slowNow is now for every clock but an open coordinator's coarse one.
-func (c *Coordinator[T]) slowNow() int64 {
 	if c.manual != nil {
 		return c.manual.now()
 	}
