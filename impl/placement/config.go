@@ -56,9 +56,35 @@ type Config struct {
 	// DefaultMaxKeyBytes).
 	MaxKeyBytes int
 	// Clock is the time source: nil for the runtime's monotonic clock (with a
-	// background reaper), or a *ManualClock a simulation host advances
-	// (no reaper goroutine; Advance reclaims).
+	// background reaper), read through a coarse clock (see ClockResolution),
+	// or a *ManualClock a simulation host advances (no reaper goroutine;
+	// Advance reclaims).
 	Clock *ManualClock
+	// ClockResolution is the tick of the default clock (Clock nil): a
+	// coarse monotonic clock, the runtime's monotonic time at the last tick,
+	// which a hit or a release reads with one atomic load instead of
+	// reading the runtime clock. Zero means DefaultClockResolution (1 ms);
+	// otherwise MinClockResolution .. MaxClockResolution (100µs .. 100ms),
+	// or PreciseClock to read the runtime clock at every reading (no
+	// ticker). It must be zero with a manual Clock.
+	//
+	// All the coordinators of a process share one ticker goroutine, started
+	// with the first of them and stopped when the last is closed; it ticks
+	// at the finest resolution among the open ones, so two ticks are at
+	// most ClockResolution apart (plus the ticker goroutine's scheduling
+	// delay).
+	//
+	// Precision: every deadline and every check reads this clock, so
+	// relative to it nothing ends early or late. Relative to the runtime
+	// clock, an idle binding, a reservation, a dispatch or a quarantine
+	// that an operation at time t set to end after d (IdleTTL,
+	// ReserveTimeout, DispatchTimeout, or QuarantineTTL after an Ambiguous
+	// outcome; DispatchTimeout + QuarantineTTL for a dispatch that timed
+	// out) ends strictly between t + d - g and t + d + g, where g is the
+	// gap between two ticks, and never before d has passed since the tick
+	// the operation read: within one tick, early or late. The package's
+	// Time section derives it.
+	ClockResolution time.Duration
 	// FirstAttempt is the first attempt id the coordinator issues (see
 	// Dispatch.Attempt); it counts up from there. 0, the default, draws the
 	// start at random from [1, MaxFirstAttempt], so that ids stay unique
@@ -95,10 +121,30 @@ func (c *Config) validate() (Config, error) {
 	if c.MaxKeyBytes <= 0 {
 		return out, &ConfigError{Field: "MaxKeyBytes", Reason: fmt.Sprintf("must be positive, got %d", c.MaxKeyBytes)}
 	}
+	if err := validateResolution(c, &out); err != nil {
+		return out, err
+	}
 	if c.FirstAttempt > MaxFirstAttempt {
 		return out, &ConfigError{Field: "FirstAttempt", Reason: fmt.Sprintf("must be at most 2^63, got %d", c.FirstAttempt)}
 	}
 	return out, nil
+}
+
+// validateResolution checks c.ClockResolution and sets out's default.
+func validateResolution(c, out *Config) error {
+	r := c.ClockResolution
+	switch {
+	case c.Clock != nil:
+		if r != 0 {
+			return &ConfigError{Field: "ClockResolution", Reason: "must be 0 with a manual Clock, got " + r.String()}
+		}
+	case r == 0:
+		out.ClockResolution = DefaultClockResolution
+	case r != PreciseClock && (r < MinClockResolution || r > MaxClockResolution):
+		return &ConfigError{Field: "ClockResolution", Reason: "must be between " + MinClockResolution.String() +
+			" and " + MaxClockResolution.String() + ", 0 (the default) or PreciseClock, got " + r.String()}
+	}
+	return nil
 }
 
 // EventKind says what an Event reports.

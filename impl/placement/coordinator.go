@@ -20,9 +20,15 @@ type Coordinator[T comparable] struct {
 	reserveTimeout  int64
 	dispatchTimeout int64
 	quarantineTTL   int64
-	epoch           time.Time // the runtime clock's zero, when manual is nil
-	manual          *ManualClock
-	sub             *manualSub
+	// The clock: the shared coarse clock (coarse), the runtime's
+	// (PreciseClock: mono) or a manual one. base is the coarse or runtime
+	// clock's reading at New, the zero of the coordinator's time; a coarse
+	// coordinator reads mono once it is closed (the ticker may be stopped).
+	coarse *coarseClock
+	mono   func() int64
+	base   int64
+	manual *ManualClock
+	sub    *manualSub
 
 	table    *table[T]
 	live     atomic.Int64
@@ -61,9 +67,17 @@ type Coordinator[T comparable] struct {
 
 // New returns a coordinator for cfg. With a runtime clock (cfg.Clock nil) it
 // starts a reaper goroutine with cadence min(IdleTTL, ReserveTimeout,
-// DispatchTimeout, QuarantineTTL, 30s);
+// DispatchTimeout, QuarantineTTL, 30s), and, unless cfg.ClockResolution is
+// PreciseClock, attaches to the process's coarse clock (starting its shared
+// ticker if no other coordinator runs it; see the package's Time section);
 // with a *ManualClock it starts none and reclaims on every Advance.
 func New[T comparable](cfg Config) (*Coordinator[T], error) {
+	return newCoordinator[T](cfg, processClock)
+}
+
+// newCoordinator is New with the coarse clock coarse (tests pass their
+// own, with a tick source they drive).
+func newCoordinator[T comparable](cfg Config, coarse *coarseClock) (*Coordinator[T], error) {
 	v, err := cfg.validate()
 	if err != nil {
 		return nil, err
@@ -95,15 +109,23 @@ func New[T comparable](cfg Config) (*Coordinator[T], error) {
 		c.sub = sub
 		return c, nil
 	}
-	c.epoch = time.Now()
+	c.mono = coarse.mono
+	if v.ClockResolution == PreciseClock {
+		c.base = c.mono()
+	} else {
+		coarse.attach(v.ClockResolution)
+		c.coarse, c.base = coarse, coarse.now()
+	}
 	cadence := min(v.IdleTTL, v.ReserveTimeout, v.DispatchTimeout, v.QuarantineTTL, 30*time.Second)
 	c.reaper.Add(1)
 	go c.runReaper(cadence)
 	return c, nil
 }
 
-// Close stops the reaper (or detaches from the manual clock) and wakes every
-// waiter with ErrClosed. Close is idempotent.
+// Close stops the reaper (or detaches from the manual clock), detaches from
+// the coarse clock (the last coordinator to do so stops its ticker) and
+// wakes every waiter with ErrClosed. Close is idempotent. A closed
+// coordinator's clock reads the runtime clock, on the same timeline.
 //
 // After Close nothing is reserved, dispatched, committed, resolved or
 // invalidated any more: Acquire, TryAcquire, BeginDispatch, CommitAccepted,
@@ -129,6 +151,9 @@ func (c *Coordinator[T]) Close() error {
 		if c.sub != nil {
 			c.manual.detach(c.sub)
 		}
+		if c.coarse != nil {
+			c.coarse.detach(c.cfg.ClockResolution)
+		}
 	})
 	return nil
 }
@@ -145,8 +170,10 @@ func randomFirstAttempt() uint64 {
 }
 
 // Now returns the time on the coordinator's clock, the timeline of
-// Info.IdleDeadline: a manual clock's time, or the runtime's monotonic time
-// elapsed since New.
+// Info.IdleDeadline: a manual clock's time, or the time elapsed since New
+// on the coarse clock (the runtime's monotonic time at its last tick; see
+// the package's Time section) or, with PreciseClock, on the runtime's
+// monotonic clock.
 func (c *Coordinator[T]) Now() time.Duration { return time.Duration(c.now()) }
 
 // closedNow reports whether Close has been called: the calls that would
@@ -155,13 +182,19 @@ func (c *Coordinator[T]) closedNow() bool {
 	return c.closed.Load() && !mutant("ActsAfterClose")
 }
 
-// now reads the coordinator's clock: the manual clock, or the runtime's
-// monotonic clock since New.
+// now reads the coordinator's clock: the coarse clock (one atomic load,
+// and the closed flag's), the manual clock, or the runtime's monotonic
+// clock, since New. After Close a coarse coordinator reads the runtime
+// clock instead, which never reads earlier than the coarse one: the
+// readings stay monotonic.
 func (c *Coordinator[T]) now() int64 {
+	if c.coarse != nil && !c.closed.Load() {
+		return c.coarse.now() - c.base
+	}
 	if c.manual != nil {
 		return c.manual.now()
 	}
-	return int64(time.Since(c.epoch))
+	return c.mono() - c.base
 }
 
 func (c *Coordinator[T]) checkKey(key string) error {

@@ -62,15 +62,18 @@
 //	ReservationTimeout  lazily on access, and the sweep (a waiter is handed the key)
 //	DispatchTimeout     lazily on access, and the sweep
 //	Bump                Coordinator.BumpGeneration
-//	Advance             ManualClock.Advance, AdvanceBy, Set, SetBy
+//	Advance             ManualClock.Advance, AdvanceBy, Set, SetBy; a tick of the
+//	                    default coarse clock (as Set: nothing is reclaimed)
 //
 // # Concurrency
 //
 // A hit on a live binding and Release take no lock and allocate nothing:
 // a lock-free lookup in the coordinator's bounded table (table.go), one
-// atomic load for the generation fence and one compare-and-swap each on the
-// binding's word (leases, closing and dead flags, and the lease cell that
-// makes a session's lease single-use; see entry.go). The entry holds its
+// atomic load for the generation fence, one of the default clock when a
+// hit finds the binding idle or a Release leaves it idle (see Time), and
+// one compare-and-swap each on the binding's word (leases, closing and
+// dead flags, and the lease cell that makes a session's lease single-use;
+// see entry.go). The entry holds its
 // key's bytes and its first binding in one allocation. Every other path
 // locks only its key's entry.
 //
@@ -79,10 +82,11 @@
 // InvalidateKey) first wins the word by marking the binding dead, so a hit
 // that read the clock before the deadline passed can no longer take a
 // lease on it; a hit that wins the word first keeps the binding alive. So
-// a binding reported gone stays gone, with whatever clock: the runtime
-// clock moves between reaper ticks without reclaiming anything, as
-// ManualClock.Set does. Every deadline an operation sets (a reservation's,
-// a dispatch's, a new or released binding's idle deadline) comes from one
+// a binding reported gone stays gone, with whatever clock: the coarse
+// clock's ticks (and the runtime clock, with PreciseClock) move time between
+// reaper sweeps without reclaiming anything, as ManualClock.Set does.
+// Every deadline an operation sets (a reservation's, a dispatch's, a new
+// or released binding's idle deadline) comes from one
 // reading of the clock taken during the call, before its change takes
 // effect, so a clock update that lands during the call may or may not
 // count toward it.
@@ -90,4 +94,53 @@
 // The Observer receives each key's events in the order they happened (see
 // Event); operations on one key are linearizable with respect to the model
 // (linearizability/ checks it with Porcupine).
+//
+// # Time
+//
+// By default (Config.Clock nil) a coordinator reads a coarse monotonic
+// clock: the runtime's monotonic time at the last tick of a ticker, read
+// with one atomic load, where a precise reading (time.Since) would cost a
+// hit and its release two calls into the runtime clock. The tick is
+// Config.ClockResolution, DefaultClockResolution (1 ms) unless set. All the
+// coordinators of a process share one ticker goroutine: the first New
+// starts it, the last Close stops it (Close returns after its goroutine
+// has), and it ticks at the finest resolution among the open coordinators:
+// one goroutine and one timeline for the process, and a finer tick only
+// tightens a coarser coordinator's bounds below. The clock never goes back;
+// a coordinator's time (Now) is 0 at its New. In the spec each tick is an
+// Advance without reclaiming (ManualClock.Set), and the reaper's sweep is a
+// Reclaim. The reaper stays one goroutine per coordinator, at its own
+// cadence, apart from the ticker: a sweep takes time in proportion to its
+// table, and on the ticker's goroutine it would stop the clock of every
+// coordinator of the process while it ran.
+//
+// Precision: the ticks come at runtime-clock times τ0 < τ1 < ..., each
+// setting the clock to its own time, at most g apart, where g is the
+// period (at most ClockResolution) plus however late the ticker's
+// goroutine runs (microseconds on an idle machine; unbounded under CPU
+// starvation, as for every Go timer). An operation at time t, with
+// τi <= t < τi+1, reads τi, so it sets a deadline D = τi + d for a
+// duration d; what ends at D (an idle binding expiring, a reservation
+// timing out, a dispatch timing out into a quarantine, a quarantine
+// expiring) reads as ended from the first tick τj >= D on, since every
+// check compares D with the clock. With P = t + d, the deadline a
+// precise clock would set:
+//
+//	D  in (P-g, P]      the reading is up to one gap old, never ahead
+//	τj in [D, D+g)      it ends at the first tick at or after D
+//	τj in (P-g, P+g)    so within one gap of P, early or late
+//	τj - τi >= d        and never before d has passed since the tick it read
+//
+// Relative to the coarse clock itself nothing ends early or late. For a
+// quarantine entered by a DispatchTimeout, D is the dispatch's deadline
+// plus QuarantineTTL, so it ends within one gap of t + DispatchTimeout +
+// QuarantineTTL, t being BeginDispatch's time; after an Ambiguous outcome
+// at t, within one gap of t + QuarantineTTL. With the default, every end
+// comes within 1 ms of its precise time (plus the ticker's delays), either
+// way: up to 1 ms early is the one effect a precise clock does not have,
+// against durations of at least MinDuration (1 s). An end is then
+// reclaimed lazily, on the key's next access or at the reaper's next
+// sweep, as with every clock. PreciseClock reads the runtime clock at
+// every reading (g is 0; a deadline comes from a reading within the call,
+// as with every clock); a ManualClock is the simulation host's.
 package placement

@@ -229,6 +229,43 @@ func Example_manualClock() {
 	// going back: true
 }
 
+// The default clock is coarse: the runtime's monotonic time at the last
+// tick of one ticker that the process's coordinators share (1 ms by
+// default; the finest ClockResolution among them), read with one atomic
+// load on a hit. A deadline comes from the last tick's time, so an idle
+// binding, a reservation, a dispatch or a quarantine ends within one tick
+// of its precise time, either way. PreciseClock reads the runtime clock at
+// every reading instead.
+func Example_clockResolution() {
+	cfg := placement.Config{IdleTTL: time.Minute, ReserveTimeout: 10 * time.Second, DispatchTimeout: 10 * time.Second,
+		MaxEntries: 1024, MaxKeyBytes: 64} // ClockResolution 0: 1 ms ticks
+	c, err := placement.New[Worker](cfg)
+	if err != nil {
+		panic(err)
+	}
+	defer c.Close() // the last coordinator's Close stops the ticker
+
+	a, _ := c.TryAcquire("s")
+	a.Reservation.CommitAccepted(Worker{ID: 1}, 1)
+	a.Done() // idle from the last tick's time on
+	left := mustInfo(c, "s").IdleDeadline - c.Now()
+	fmt.Println("expires in at most IdleTTL on the coordinator's clock:", left <= time.Minute)
+
+	cfg.ClockResolution = 10 * time.Millisecond // coarser: shares the 1 ms ticker
+	coarser, _ := placement.New[Worker](cfg)
+	defer coarser.Close()
+	cfg.ClockResolution = placement.PreciseClock // no ticker: the runtime clock
+	precise, _ := placement.New[Worker](cfg)
+	defer precise.Close()
+
+	cfg.ClockResolution = 10 * time.Microsecond
+	_, err = placement.New[Worker](cfg)
+	fmt.Println(err)
+	// Output:
+	// expires in at most IdleTTL on the coordinator's clock: true
+	// placement: invalid config: ClockResolution must be between 100µs and 100ms, 0 (the default) or PreciseClock, got 10µs
+}
+
 // Set moves a manual clock the way the runtime clock moves between reaper
 // ticks: nothing is reclaimed until something touches the key or Reclaim
 // runs a tick. Events carry their order (Seq) and the binding's version; a

@@ -7,8 +7,8 @@ import (
 
 // Quarantine describes one quarantined session: the attempt whose outcome
 // is unknown, which Resolve must name, and how long the quarantine has
-// left. Times are on the coordinator's clock (the manual clock's, or time
-// since New for the runtime clock).
+// left. Times are on the coordinator's clock (see Coordinator.Now: the
+// manual clock's, or time since New on the coarse or the runtime clock).
 type Quarantine[T comparable] struct {
 	Key        string
 	Attempt    uint64
