@@ -239,19 +239,51 @@ func sizes() []int {
 	return []int{1e3, 1e4, 1e5}
 }
 
-// BenchmarkGrowth: hot and cold path with 1e3 .. 1e6 live bindings.
+// BenchmarkGrowth: the hot path (one goroutine, and in parallel on
+// distinct keys) and the cold path with 1e3 .. 1e6 live bindings.
 func BenchmarkGrowth(b *testing.B) {
-	for _, path := range []string{"hot", "cold"} {
+	for _, path := range []string{"hot", "hot-parallel", "cold"} {
 		for _, n := range sizes() {
 			for _, c := range contenders() {
 				b.Run(fmt.Sprintf("%s/n=%d/%s", path, n, c.name), func(b *testing.B) {
-					if path == "hot" {
+					switch path {
+					case "hot":
 						c.hot(b, n, "single")
-					} else {
+					case "hot-parallel":
+						c.hot(b, n, "parallel-distinct")
+					default:
 						c.cold(b, n)
 					}
 				})
 			}
+		}
+	}
+}
+
+// scalingProcs: GOMAXPROCS 1 and 2, then every power of two the machine
+// has cores for, and its core count.
+func scalingProcs() []int {
+	ps := []int{1, 2}
+	for p := 4; p < runtime.NumCPU(); p *= 2 {
+		ps = append(ps, p)
+	}
+	if n := runtime.NumCPU(); n > 2 {
+		ps = append(ps, n)
+	}
+	return ps
+}
+
+// BenchmarkScaling: the hot path (hit and release on 1,024 live bindings)
+// in parallel on distinct keys with GOMAXPROCS set to procs (RunParallel
+// runs one goroutine per proc), restored afterwards. benchtable reports
+// each contender's throughput as a ratio to its own procs=1 figure.
+func BenchmarkScaling(b *testing.B) {
+	for _, procs := range scalingProcs() {
+		for _, c := range contenders() {
+			b.Run(fmt.Sprintf("procs=%d/%s", procs, c.name), func(b *testing.B) {
+				defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(procs))
+				c.hot(b, 1024, "parallel-distinct")
+			})
 		}
 	}
 }
