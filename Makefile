@@ -4,7 +4,8 @@
 #   make test     what CI runs (.ci/run): lint, race tests, the explorer on every config
 #                 compared with TLC's recorded results (conformance), the bug zoo
 #   make tlc      re-run TLC (needs TLA2TOOLS_JAR) and record its results as data
-#   make bench    the benchmark table (FULL=1 for 1e6 bindings); make benchstat OLD= NEW=
+#   make bench    the benchmark tables and targets, every contender in its default
+#                 configuration (FULL=1: 1e6 bindings, medians of 3); make benchstat OLD= NEW=
 #   make mutants  the bug zoo: every broken variant must be caught
 #   make fuzz     the fuzz pass (FUZZTIME inputs per target)
 #   make campaign the nightly campaign: long stress tests, a long Porcupine run, a long fuzz pass
@@ -76,10 +77,14 @@ verify:
 tlc:
 	@spec/tla/tlc.sh
 
-# The benchmark suite: one table of ns/op, allocs/op, B/op and ratios to the
-# floor and every baseline, from the same run (benchmarks/results/latest.md,
-# raw output latest.txt, plot growth.png). Short by default; FULL=1 for up
-# to 1e6 bindings and the full model config.
+# The benchmark suite, from one run: every contender in its default
+# configuration (ns/op, allocs/op, B/op, ratios to the floor and every
+# baseline), the scaling table, the issue's target table (measured ratio,
+# met or missed) and the other configurations. Writes
+# benchmarks/results/latest.md, the raw latest.txt (benchstat's input) and
+# the gonum/plot plots growth.png and scaling.png. Short by default (up to
+# 1e5 bindings, one run); FULL=1 for up to 1e6 bindings, the full model
+# config and the median of 3 runs.
 bench:
 	$(GO) run ./benchmarks/cmd/benchtable $(if $(FULL),-full -count 3)
 

@@ -22,9 +22,15 @@ var full = flag.Bool("full", false, "run the full suite: growth and memory up to
 // contender runs the generic benchmarks for one Placer implementation.
 type contender struct {
 	name string
-	hot  func(b *testing.B, n int, mode string)
-	cold func(b *testing.B, n int)
-	mem  func(n int) (bytes float64)
+	// variant marks a contender that is another one in a non-default
+	// configuration or on another clock: same data structure, so Memory
+	// skips it.
+	variant bool
+	hot     func(b *testing.B, n int, mode string)
+	cold    func(b *testing.B, n int)
+	mem     func(n int) (bytes float64)
+	// check runs TestContenders on a fresh instance.
+	check func(t *testing.T)
 }
 
 func keys(n int) []string {
@@ -81,9 +87,10 @@ func order(n, m int) []int32 {
 	return out
 }
 
-func newContender[L any](name string, mk func(n int) Placer[L]) contender {
+func newContender[L any](name string, variant bool, mk func(n int) Placer[L]) contender {
 	return contender{
-		name: name,
+		name:    name,
+		variant: variant,
 		hot: func(b *testing.B, n int, mode string) {
 			p := mk(n + 16)
 			defer p.Close()
@@ -139,6 +146,7 @@ func newContender[L any](name string, mk func(n int) Placer[L]) contender {
 				p.Remove(k)
 			}
 		},
+		check: func(t *testing.T) { check(t, mk(16)) },
 		mem: func(n int) float64 {
 			ks := keys(n)
 			runtime.GC()
@@ -161,13 +169,20 @@ func newContender[L any](name string, mk func(n int) Placer[L]) contender {
 	}
 }
 
+// contenders: each in its default configuration, then the variants. The
+// coordinator's default is Config.Clock nil (its runtime clock, whichever
+// that is); coordinator-manual is the same on a ManualClock. The baselines
+// read the shared coarse clock (one atomic load, advanced by a ticker);
+// mutex-now is the mutex map calling time.Since on every check.
 func contenders() []contender {
 	return []contender{
-		newContender("coordinator", func(n int) Placer[placement.Lease[Worker]] { return NewCoordinator(n) }),
-		newContender("floor", func(int) Placer[*floorBinding] { return &Floor{} }),
-		newContender("mutex", func(int) Placer[*binding] { return NewMutexMap() }),
-		newContender("sharded", func(int) Placer[*shardedBinding] { return NewShardedMap() }),
-		newContender("syncmap", func(int) Placer[*lockedBinding] { return &SyncMapEntryMutex{} }),
+		newContender("coordinator", false, func(n int) Placer[placement.Lease[Worker]] { return NewCoordinator(n) }),
+		newContender("coordinator-manual", true, func(n int) Placer[placement.Lease[Worker]] { return NewManualCoordinator(n) }),
+		newContender("floor", false, func(int) Placer[*floorBinding] { return NewFloor() }),
+		newContender("mutex", false, func(int) Placer[*binding] { return NewMutexMap() }),
+		newContender("mutex-now", true, func(int) Placer[*binding] { return NewMutexMapWall() }),
+		newContender("sharded", false, func(int) Placer[*shardedBinding] { return NewShardedMap() }),
+		newContender("syncmap", false, func(int) Placer[*lockedBinding] { return NewSyncMapEntryMutex() }),
 	}
 }
 
@@ -224,19 +239,51 @@ func sizes() []int {
 	return []int{1e3, 1e4, 1e5}
 }
 
-// BenchmarkGrowth: hot and cold path with 1e3 .. 1e6 live bindings.
+// BenchmarkGrowth: the hot path (one goroutine, and in parallel on
+// distinct keys) and the cold path with 1e3 .. 1e6 live bindings.
 func BenchmarkGrowth(b *testing.B) {
-	for _, path := range []string{"hot", "cold"} {
+	for _, path := range []string{"hot", "hot-parallel", "cold"} {
 		for _, n := range sizes() {
 			for _, c := range contenders() {
 				b.Run(fmt.Sprintf("%s/n=%d/%s", path, n, c.name), func(b *testing.B) {
-					if path == "hot" {
+					switch path {
+					case "hot":
 						c.hot(b, n, "single")
-					} else {
+					case "hot-parallel":
+						c.hot(b, n, "parallel-distinct")
+					default:
 						c.cold(b, n)
 					}
 				})
 			}
+		}
+	}
+}
+
+// scalingProcs: GOMAXPROCS 1 and 2, then every power of two the machine
+// has cores for, and its core count.
+func scalingProcs() []int {
+	ps := []int{1, 2}
+	for p := 4; p < runtime.NumCPU(); p *= 2 {
+		ps = append(ps, p)
+	}
+	if n := runtime.NumCPU(); n > 2 {
+		ps = append(ps, n)
+	}
+	return ps
+}
+
+// BenchmarkScaling: the hot path (hit and release on 1,024 live bindings)
+// in parallel on distinct keys with GOMAXPROCS set to procs (RunParallel
+// runs one goroutine per proc), restored afterwards. benchtable reports
+// each contender's throughput as a ratio to its own procs=1 figure.
+func BenchmarkScaling(b *testing.B) {
+	for _, procs := range scalingProcs() {
+		for _, c := range contenders() {
+			b.Run(fmt.Sprintf("procs=%d/%s", procs, c.name), func(b *testing.B) {
+				defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(procs))
+				c.hot(b, 1024, "parallel-distinct")
+			})
 		}
 	}
 }
@@ -248,6 +295,9 @@ func BenchmarkMemory(b *testing.B) {
 		n = 1e5
 	}
 	for _, c := range contenders() {
+		if c.variant {
+			continue
+		}
 		b.Run(fmt.Sprintf("n=%d/%s", int(n), c.name), func(b *testing.B) {
 			var per float64
 			for i := 0; i < b.N; i++ {
@@ -260,8 +310,10 @@ func BenchmarkMemory(b *testing.B) {
 }
 
 // BenchmarkReaper: hot-path latency percentiles with a sweep running over
-// the whole table in a loop (each AdvanceBy on the manual clock sweeps it),
-// against the same without sweeping.
+// the whole table in a loop, against the same without sweeping. It runs the
+// coordinator on a manual clock, where each AdvanceBy sweeps the table (the
+// default configuration's reaper sweeps every 30 s here, too seldom to
+// measure).
 func BenchmarkReaper(b *testing.B) {
 	n := int(1e6)
 	if !*full {
@@ -273,7 +325,7 @@ func BenchmarkReaper(b *testing.B) {
 			name = "sweeping"
 		}
 		b.Run(fmt.Sprintf("n=%d/%s", n, name), func(b *testing.B) {
-			p := NewCoordinator(n + 16)
+			p := NewManualCoordinator(n + 16)
 			defer p.Close()
 			ks, ord := live(p, n)
 			stop := make(chan struct{})

@@ -33,8 +33,7 @@ type Placer[L any] interface {
 	Close()
 }
 
-// ttl is every placer's idle TTL; clock is the time source every baseline
-// shares with the coordinator (a manual clock: one atomic load).
+// ttl is every placer's idle TTL.
 const ttl = int64(time.Hour)
 
 var errBound = errors.New("already bound")
@@ -43,13 +42,25 @@ var errBound = errors.New("already bound")
 
 // Coordinator adapts *placement.Coordinator to Placer.
 type Coordinator struct {
-	C   *placement.Coordinator[Worker]
+	C *placement.Coordinator[Worker]
+	// Clk is the manual clock the coordinator reads, or nil for its
+	// default runtime clock (Config.Clock nil).
 	Clk *placement.ManualClock
 }
 
-// NewCoordinator returns a coordinator with room for n entries.
-func NewCoordinator(n int) *Coordinator {
-	clk := placement.NewManualClock(0)
+// NewCoordinator returns a coordinator in its default configuration, with
+// room for n entries: Config.Clock is nil, so it reads its default runtime
+// clock and runs its background reaper. Whatever that clock is (the
+// monotonic clock read on every check, or a coarse clock a ticker
+// advances), this is what a router gets without asking for anything.
+func NewCoordinator(n int) *Coordinator { return newCoordinator(n, nil) }
+
+// NewManualCoordinator returns a coordinator on a ManualClock (one atomic
+// load, never advanced unless a benchmark advances it; no reaper), with room
+// for n entries: the configuration of a simulation host.
+func NewManualCoordinator(n int) *Coordinator { return newCoordinator(n, placement.NewManualClock(0)) }
+
+func newCoordinator(n int, clk *placement.ManualClock) *Coordinator {
 	c, err := placement.New[Worker](placement.Config{IdleTTL: time.Duration(ttl), ReserveTimeout: time.Minute, DispatchTimeout: time.Minute,
 		MaxEntries: n, MaxKeyBytes: 64, Clock: clk})
 	if err != nil {
@@ -96,6 +107,104 @@ func (p *Coordinator) Remove(key string) { _, _ = p.C.InvalidateKey(key) }
 // Close implements Placer.
 func (p *Coordinator) Close() { p.C.Close() }
 
+// --- the baselines' clock ---
+
+// CoarseTick is how often the baselines' coarse clock is advanced.
+const CoarseTick = time.Millisecond
+
+// coarseClock is the clock the baselines read by default: the monotonic
+// time since a fixed epoch, stored by a ticker every CoarseTick, so a read
+// is one atomic load and lags the monotonic clock by at most about a tick.
+// This is the clock a router author who cares about the hot path uses for
+// an idle TTL of minutes (one per process, shared by every table), and the
+// kind the coordinator's default may be. One instance, coarse, is shared by
+// every baseline; its ticker runs from the first baseline built to the last
+// one closed.
+type coarseClock struct {
+	_     [64]byte
+	t     atomic.Int64 // on a cache line of its own: the ticker writes it, every hit reads it
+	_     [56]byte
+	epoch time.Time
+	mu    sync.Mutex
+	users int
+	stop  chan struct{}
+	done  chan struct{}
+}
+
+var coarse = &coarseClock{epoch: time.Now()}
+
+// now reads the clock: one atomic load.
+func (c *coarseClock) now() int64 { return c.t.Load() }
+
+// acquire counts a user, starting the ticker for the first one.
+func (c *coarseClock) acquire() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.users++; c.users > 1 {
+		return
+	}
+	c.t.Store(int64(time.Since(c.epoch)))
+	stop, done := make(chan struct{}), make(chan struct{})
+	c.stop, c.done = stop, done
+	go func() {
+		defer close(done)
+		tk := time.NewTicker(CoarseTick)
+		defer tk.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-tk.C:
+				c.t.Store(int64(time.Since(c.epoch)))
+			}
+		}
+	}()
+}
+
+// release ends a user, stopping the ticker after the last one.
+func (c *coarseClock) release() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.users--; c.users > 0 {
+		return
+	}
+	close(c.stop)
+	<-c.done
+}
+
+// wallEpoch is the zero of the clock a wall-clock baseline reads.
+var wallEpoch = time.Now()
+
+// clock is a baseline's time source: the shared coarse clock (the
+// default), or, when wall is set, time.Since on every check (the clock a
+// router author writes first, as the coordinator did before a coarse clock).
+// The choice is a branch, not an interface call, as in the coordinator.
+type clock struct {
+	wall   bool
+	closed atomic.Bool
+}
+
+func newClock(wall bool) clock {
+	if !wall {
+		coarse.acquire()
+	}
+	return clock{wall: wall}
+}
+
+func (c *clock) now() int64 {
+	if c.wall {
+		return int64(time.Since(wallEpoch))
+	}
+	return coarse.now()
+}
+
+// close releases the coarse clock (once).
+func (c *clock) close() {
+	if !c.wall && c.closed.CompareAndSwap(false, true) {
+		coarse.release()
+	}
+}
+
 // --- the baselines: same lease count, idle deadline and generation check ---
 
 // binding is a baseline's committed placement.
@@ -125,11 +234,6 @@ func (g *gens) cell(w Worker) *atomic.Uint64 {
 	return v.(*atomic.Uint64)
 }
 
-// clock is the baselines' manual clock.
-type clock struct{ t atomic.Int64 }
-
-func (c *clock) now() int64 { return c.t.Load() }
-
 // MutexMap is what most routers write first: one sync.Mutex around a map.
 type MutexMap struct {
 	mu  sync.Mutex
@@ -138,8 +242,16 @@ type MutexMap struct {
 	clk clock
 }
 
-// NewMutexMap returns an empty MutexMap.
-func NewMutexMap() *MutexMap { return &MutexMap{m: map[string]*binding{}} }
+// NewMutexMap returns an empty MutexMap on the shared coarse clock.
+func NewMutexMap() *MutexMap { return newMutexMap(false) }
+
+// NewMutexMapWall returns an empty MutexMap that calls time.Since on
+// every check (the "mutex-now" row).
+func NewMutexMapWall() *MutexMap { return newMutexMap(true) }
+
+func newMutexMap(wall bool) *MutexMap {
+	return &MutexMap{m: map[string]*binding{}, clk: newClock(wall)}
+}
 
 // Hit implements Placer.
 func (p *MutexMap) Hit(key string) (*binding, bool) {
@@ -183,7 +295,7 @@ func (p *MutexMap) Bind(key string, w Worker) (*binding, error) {
 func (p *MutexMap) Remove(key string) { p.mu.Lock(); delete(p.m, key); p.mu.Unlock() }
 
 // Close implements Placer.
-func (p *MutexMap) Close() {}
+func (p *MutexMap) Close() { p.clk.close() }
 
 const shards = 64
 
@@ -206,7 +318,7 @@ type shardedBinding struct {
 
 // NewShardedMap returns an empty ShardedMap.
 func NewShardedMap() *ShardedMap {
-	p := &ShardedMap{seed: maphash.MakeSeed()}
+	p := &ShardedMap{seed: maphash.MakeSeed(), clk: newClock(false)}
 	for i := range p.shards {
 		p.shards[i].m = map[string]*shardedBinding{}
 	}
@@ -266,7 +378,7 @@ func (p *ShardedMap) Remove(key string) {
 }
 
 // Close implements Placer.
-func (p *ShardedMap) Close() {}
+func (p *ShardedMap) Close() { p.clk.close() }
 
 // SyncMapEntryMutex is sync.Map with a mutex in every entry.
 type SyncMapEntryMutex struct {
@@ -274,6 +386,10 @@ type SyncMapEntryMutex struct {
 	g   gens
 	clk clock
 }
+
+// NewSyncMapEntryMutex returns an empty SyncMapEntryMutex on the shared
+// coarse clock.
+func NewSyncMapEntryMutex() *SyncMapEntryMutex { return &SyncMapEntryMutex{clk: newClock(false)} }
 
 type lockedBinding struct {
 	mu sync.Mutex
@@ -323,7 +439,7 @@ func (p *SyncMapEntryMutex) Bind(key string, w Worker) (*lockedBinding, error) {
 func (p *SyncMapEntryMutex) Remove(key string) { p.m.Delete(key) }
 
 // Close implements Placer.
-func (p *SyncMapEntryMutex) Close() {}
+func (p *SyncMapEntryMutex) Close() { p.clk.close() }
 
 // Floor is the floor: a bare concurrent-map load plus the atomic updates a
 // lease needs (count, and the idle deadline at zero), with no protocol at
@@ -332,6 +448,9 @@ type Floor struct {
 	m   sync.Map
 	clk clock
 }
+
+// NewFloor returns an empty Floor on the shared coarse clock.
+func NewFloor() *Floor { return &Floor{clk: newClock(false)} }
 
 type floorBinding struct {
 	target   Worker
@@ -371,4 +490,4 @@ func (p *Floor) Bind(key string, w Worker) (*floorBinding, error) {
 func (p *Floor) Remove(key string) { p.m.Delete(key) }
 
 // Close implements Placer.
-func (p *Floor) Close() {}
+func (p *Floor) Close() { p.clk.close() }

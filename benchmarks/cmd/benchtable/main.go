@@ -1,8 +1,12 @@
-// Command benchtable runs the benchmark suite and prints one table: each
+// Command benchtable runs the benchmark suite and prints its tables, all
+// from the same run: every contender in its default configuration (each
 // benchmark's ns/op, allocs/op and B/op, and its ratio to the floor and to
-// every baseline, all from the same run. It checks the targets, writes the
-// raw output (for benchstat) and the table under benchmarks/results, and
-// plots hot-path cost against table size.
+// every baseline), the scaling benchmark as ratios to each contender's own
+// single-proc figure, the targets with the measured ratio and whether each
+// is met, and the other configurations. It writes the raw output (for
+// benchstat) and the tables under benchmarks/results, and plots cost
+// against table size (growth.png) and throughput against GOMAXPROCS
+// (scaling.png) with gonum/plot.
 //
 //	go run ./benchmarks/cmd/benchtable          # short mode
 //	go run ./benchmarks/cmd/benchtable -full    # up to 1e6 bindings
@@ -22,9 +26,21 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/placementlab/placement/benchmarks"
 )
 
-var baselines = []string{"floor", "mutex", "sharded", "syncmap"}
+var (
+	// baselines get a ratio column in the tables.
+	baselines = []string{"floor", "mutex", "sharded", "syncmap"}
+	// rivals are the baselines the coordinator is to be ahead of.
+	rivals = []string{"mutex", "sharded", "syncmap"}
+	// variants are contenders in a configuration other than their default,
+	// each with the default-configuration contender it varies.
+	variants = map[string]string{"coordinator-manual": "coordinator", "mutex-now": "mutex"}
+	// contenderOrder is the order of the contenders in tables and legends.
+	contenderOrder = []string{"coordinator", "coordinator-manual", "floor", "mutex", "mutex-now", "sharded", "syncmap"}
+)
 
 type result struct {
 	name    string
@@ -103,10 +119,23 @@ func medianOf(runs []*result) *result {
 
 func main() {
 	full := flag.Bool("full", false, "the full suite (1e6 bindings, the full model config)")
-	count := flag.Int("count", 1, "runs of each benchmark")
+	count := flag.Int("count", 1, "runs of each benchmark (each figure is the median)")
 	benchtime := flag.String("benchtime", "", "go test -benchtime (default: 1s full, 300ms short)")
-	out := flag.String("out", "benchmarks/results", "where to write latest.txt, latest.md and growth.png")
+	bench := flag.String("bench", ".", "go test -bench (a subset leaves the other targets not measured)")
+	out := flag.String("out", "benchmarks/results", "where to write latest.txt, latest.md, growth.png and scaling.png")
+	from := flag.String("from", "", "render the tables and plots from this raw go test output instead of running the suite (writes only latest.md and the plots)")
 	flag.Parse()
+	if *from != "" {
+		raw, err := os.ReadFile(*from)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "benchtable:", err)
+			os.Exit(1)
+		}
+		md := fmt.Sprintf("Rendered from `%s` by `go run ./benchmarks/cmd/benchtable -from %s`.\n\n%s", *from, *from, report(parse(string(raw)), runsIn(string(raw))))
+		fmt.Print(md)
+		write(*out, nil, md, parse(string(raw)))
+		return
+	}
 	bt := *benchtime
 	if bt == "" {
 		bt = "300ms"
@@ -114,8 +143,8 @@ func main() {
 			bt = "1s"
 		}
 	}
-	args := []string{"test", "-run", "^$", "-bench", ".", "-benchmem", "-benchtime", bt,
-		"-count", strconv.Itoa(*count), "-timeout", "60m", "./benchmarks/"}
+	args := []string{"test", "-run", "^$", "-bench", *bench, "-benchmem", "-benchtime", bt,
+		"-count", strconv.Itoa(*count), "-timeout", "90m", "./benchmarks/"}
 	if *full {
 		args = append(args, "-full")
 	}
@@ -135,43 +164,137 @@ func main() {
 	fmt.Fprintf(&md, "Run %s on %s/%s, %d CPUs (%s), %s, mode %s, benchtime %s, count %d, took %s.\n\n",
 		time.Now().UTC().Format("2006-01-02 15:04 UTC"), runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), host,
 		runtime.Version(), map[bool]string{true: "full", false: "short"}[*full], bt, *count, time.Since(start).Round(time.Second))
-	fmt.Fprintf(&md, "Command: `go run ./benchmarks/cmd/benchtable%s` (`make bench%s`).\n\n",
-		map[bool]string{true: " -full", false: ""}[*full], map[bool]string{true: " FULL=1", false: ""}[*full])
-	md.WriteString(table(rs))
-	md.WriteString("\n")
-	md.WriteString(targets(rs))
+	cmdline := "go run ./benchmarks/cmd/benchtable"
+	if *full {
+		cmdline += " -full"
+	}
+	if *count != 1 {
+		cmdline += " -count " + strconv.Itoa(*count)
+	}
+	if *bench != "." {
+		cmdline += " -bench '" + *bench + "'"
+	}
+	fmt.Fprintf(&md, "Command: `%s`%s.\n\n", cmdline, map[bool]string{true: " (`make bench FULL=1`)", false: ""}[*full && *count == 3 && *bench == "."])
+	md.WriteString(report(rs, *count))
 	fmt.Print(md.String())
-	if err := os.MkdirAll(*out, 0o755); err == nil {
-		_ = os.WriteFile(filepath.Join(*out, "latest.txt"), buf.Bytes(), 0o644)
-		_ = os.WriteFile(filepath.Join(*out, "latest.md"), []byte(md.String()), 0o644)
-		if err := plot(rs, filepath.Join(*out, "growth.png")); err != nil {
-			fmt.Fprintln(os.Stderr, "benchtable: plot:", err)
+	write(*out, buf.Bytes(), md.String(), rs)
+}
+
+// write saves the raw output (unless nil), the tables and the plots in dir.
+func write(dir string, raw []byte, md string, rs map[string]*result) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		fmt.Fprintln(os.Stderr, "benchtable:", err)
+		os.Exit(1)
+	}
+	if raw != nil {
+		if err := os.WriteFile(filepath.Join(dir, "latest.txt"), raw, 0o644); err != nil {
+			fmt.Fprintln(os.Stderr, "benchtable:", err)
 		}
+	}
+	if err := os.WriteFile(filepath.Join(dir, "latest.md"), []byte(md), 0o644); err != nil {
+		fmt.Fprintln(os.Stderr, "benchtable:", err)
+	}
+	if _, err := plotGrowth(rs, filepath.Join(dir, "growth.png")); err != nil {
+		fmt.Fprintln(os.Stderr, "benchtable: growth plot:", err)
+	}
+	if _, err := plotScaling(rs, filepath.Join(dir, "scaling.png")); err != nil {
+		fmt.Fprintln(os.Stderr, "benchtable: scaling plot:", err)
 	}
 }
 
-// table lists every benchmark; rows of a group that has baselines get the
-// ratio of their ns/op to each baseline's in the same group.
-func table(rs map[string]*result) string {
+// runsIn is the most runs of one benchmark in raw go test output.
+func runsIn(raw string) int {
+	n := map[string]int{}
+	most := 1
+	for _, l := range strings.Split(raw, "\n") {
+		if m := benchLine.FindStringSubmatch(l); m != nil {
+			n[m[1]]++
+			most = max(most, n[m[1]])
+		}
+	}
+	return most
+}
+
+// report is latest.md after its header: the default configuration, the
+// scaling table, the targets, the earlier targets and the other
+// configurations.
+func report(rs map[string]*result, count int) string {
+	var b strings.Builder
+	med := ""
+	if count > 1 {
+		med = fmt.Sprintf(" Each figure is the median of %d runs.", count)
+	}
+	fmt.Fprintf(&b, "### Default configuration\n\nEvery contender as a router gets it without asking: the coordinator with `Config.Clock` nil "+
+		"(its default runtime clock); the baselines on the shared coarse clock (advanced every %s by a ticker, read with one atomic load). "+
+		"Ratios are ns/op against the same benchmark's baseline.%s\n\n", benchmarks.CoarseTick, med)
+	b.WriteString(table(rs, func(n string) bool {
+		_, who := splitLast(n)
+		_, variant := variants[who]
+		return !variant && !strings.HasPrefix(n, "Scaling/") && !strings.HasPrefix(n, "Reaper/")
+	}, false))
+	b.WriteString("\n### Scaling\n\nThe hot path (hit and release on 1,024 live bindings) in parallel on distinct keys, one goroutine per proc: " +
+		"ns/op (wall time per operation, all goroutines together) and, in parentheses, throughput as a ratio to the same contender at GOMAXPROCS 1.\n\n")
+	b.WriteString(scalingTable(rs))
+	b.WriteString("\n### Targets\n\nThe issue's targets, measured on the default configuration.\n\n")
+	b.WriteString(targets(rs))
+	b.WriteString("\n### Earlier targets\n\n")
+	b.WriteString(earlierTargets(rs))
+	b.WriteString("\n### Other configurations\n\n`coordinator-manual`: the coordinator on a `ManualClock` (one atomic load, never advanced; no reaper). " +
+		"`mutex-now`: the mutex map calling `time.Since` on every check. `Reaper`: the coordinator on a manual clock, whose every advance sweeps the table. " +
+		"×default is the ratio to the same contender's default configuration (`coordinator`, `mutex`).\n\n")
+	b.WriteString(table(rs, func(n string) bool {
+		_, who := splitLast(n)
+		_, variant := variants[who]
+		return (variant && !strings.HasPrefix(n, "Scaling/")) || strings.HasPrefix(n, "Reaper/")
+	}, true))
+	return b.String()
+}
+
+// table lists the benchmarks keep selects; rows of a group that has
+// baselines get the ratio of their ns/op to each baseline's in the same
+// group, and with sibling, to their default configuration's.
+func table(rs map[string]*result, keep func(string) bool, sibling bool) string {
 	names := make([]string, 0, len(rs))
 	for n := range rs {
-		names = append(names, n)
+		if keep(n) {
+			names = append(names, n)
+		}
 	}
-	sort.Strings(names)
+	sortNames(names)
 	var b strings.Builder
-	b.WriteString("| benchmark | ns/op | allocs/op | B/op | ×floor | ×mutex | ×sharded | ×syncmap | other |\n")
-	b.WriteString("|---|---:|---:|---:|---:|---:|---:|---:|---|\n")
+	b.WriteString("| benchmark | ns/op | allocs/op | B/op |")
+	if sibling {
+		b.WriteString(" ×default |")
+	}
+	b.WriteString(" ×floor | ×mutex | ×sharded | ×syncmap | other |\n|---|---:|---:|---:|")
+	if sibling {
+		b.WriteString("---:|")
+	}
+	b.WriteString("---:|---:|---:|---:|---|\n")
+	ratio := func(r *result, other string) string {
+		o, ok := rs[other]
+		if !ok || o.nsOp == 0 || r.nsOp == 0 {
+			return " |"
+		}
+		return fmt.Sprintf(" %.2f |", r.nsOp/o.nsOp)
+	}
 	for _, n := range names {
 		r := rs[n]
 		group, who := splitLast(n)
 		fmt.Fprintf(&b, "| %s | %s | %.0f | %.0f |", n, num(r.nsOp), r.allocs, r.bOp)
+		if sibling {
+			if def, ok := variants[who]; ok {
+				b.WriteString(ratio(r, group+"/"+def))
+			} else {
+				b.WriteString(" |")
+			}
+		}
 		for _, base := range baselines {
-			o, ok := rs[group+"/"+base]
-			if !ok || who == base || o.nsOp == 0 || r.nsOp == 0 {
+			if who == base {
 				b.WriteString(" |")
 				continue
 			}
-			fmt.Fprintf(&b, " %.2f |", r.nsOp/o.nsOp)
+			b.WriteString(ratio(r, group+"/"+base))
 		}
 		var extra []string
 		for k, v := range r.metrics {
@@ -181,6 +304,41 @@ func table(rs map[string]*result) string {
 		fmt.Fprintf(&b, " %s |\n", strings.Join(extra, ", "))
 	}
 	return b.String()
+}
+
+// sortNames sorts benchmark names by group, sizes numerically (n=1000
+// before n=10000 before n=100000), then contenders in contenderOrder.
+func sortNames(names []string) {
+	rank := map[string]int{}
+	for i, c := range contenderOrder {
+		rank[c] = i + 1
+	}
+	sizeOf := func(seg string) (float64, bool) {
+		if _, v, ok := strings.Cut(seg, "="); ok {
+			if f, err := strconv.ParseFloat(v, 64); err == nil {
+				return f, true
+			}
+		}
+		return 0, false
+	}
+	sort.Slice(names, func(i, j int) bool {
+		a, b := strings.Split(names[i], "/"), strings.Split(names[j], "/")
+		for k := 0; k < len(a) && k < len(b); k++ {
+			if a[k] == b[k] {
+				continue
+			}
+			if fa, ok := sizeOf(a[k]); ok {
+				if fb, ok := sizeOf(b[k]); ok && fa != fb {
+					return fa < fb
+				}
+			}
+			if ra, rb := rank[a[k]], rank[b[k]]; ra != 0 && rb != 0 {
+				return ra < rb
+			}
+			return a[k] < b[k]
+		}
+		return len(a) < len(b)
+	})
 }
 
 func splitLast(n string) (string, string) {
@@ -201,51 +359,227 @@ func num(v float64) string {
 	return strconv.FormatFloat(v, 'f', 2, 64)
 }
 
-// targets states where each target of the benchmark issue stands.
-func targets(rs map[string]*result) string {
-	var b strings.Builder
-	b.WriteString("| target | measured | status |\n|---|---|---|\n")
-	row := func(name, measured string, ok bool) {
-		st := "met"
+// scaling returns, for each contender, its Scaling ns/op by GOMAXPROCS,
+// and the procs measured in increasing order.
+func scaling(rs map[string]*result) (map[string]map[int]float64, []int) {
+	by := map[string]map[int]float64{}
+	seen := map[int]bool{}
+	for n, r := range rs {
+		rest, ok := strings.CutPrefix(n, "Scaling/procs=")
 		if !ok {
-			st = "**missed**"
+			continue
 		}
-		fmt.Fprintf(&b, "| %s | %s | %s |\n", name, measured, st)
-	}
-	get := func(n string) *result {
-		if r, ok := rs[n]; ok {
-			return r
+		ps, who, ok := strings.Cut(rest, "/")
+		p, err := strconv.Atoi(ps)
+		if !ok || err != nil || r.nsOp <= 0 {
+			continue
 		}
-		return &result{metrics: map[string]float64{}}
+		if by[who] == nil {
+			by[who] = map[int]float64{}
+		}
+		by[who][p] = r.nsOp
+		seen[p] = true
 	}
-	hs, fl := get("Hot/single/coordinator"), get("Hot/single/floor")
-	row("hot path within 1.5× of the floor (single)", fmt.Sprintf("%.2f×", hs.nsOp/fl.nsOp), hs.nsOp <= 1.5*fl.nsOp)
-	hp, fp := get("Hot/parallel-distinct/coordinator"), get("Hot/parallel-distinct/floor")
-	row("hot path within 1.5× of the floor (parallel, distinct keys)", fmt.Sprintf("%.2f×", hp.nsOp/fp.nsOp), hp.nsOp <= 1.5*fp.nsOp)
-	row("hot path 0 allocs/op", fmt.Sprintf("%.0f", hs.allocs), hs.allocs == 0 && hp.allocs == 0)
-	for _, mode := range []string{"single", "parallel-distinct", "parallel-shared"} {
-		c := get("Hot/" + mode + "/coordinator")
-		var worse []string
-		for _, base := range baselines[1:] {
-			if o := get("Hot/" + mode + "/" + base); o.nsOp > 0 && c.nsOp >= o.nsOp {
-				worse = append(worse, fmt.Sprintf("%s %.2f×", base, c.nsOp/o.nsOp))
+	var procs []int
+	for p := range seen {
+		procs = append(procs, p)
+	}
+	sort.Ints(procs)
+	return by, procs
+}
+
+// scalingTable: one row per contender, one column per GOMAXPROCS.
+func scalingTable(rs map[string]*result) string {
+	by, procs := scaling(rs)
+	if len(procs) == 0 {
+		return "Not measured in this run.\n"
+	}
+	var b strings.Builder
+	b.WriteString("| contender |")
+	for _, p := range procs {
+		fmt.Fprintf(&b, " GOMAXPROCS %d |", p)
+	}
+	b.WriteString("\n|---|")
+	for range procs {
+		b.WriteString("---:|")
+	}
+	b.WriteString("\n")
+	for _, who := range contenderNames(by) {
+		fmt.Fprintf(&b, "| %s |", who)
+		one := by[who][1]
+		for _, p := range procs {
+			ns, ok := by[who][p]
+			switch {
+			case !ok:
+				b.WriteString(" |")
+			case one > 0:
+				fmt.Fprintf(&b, " %s ns (%.2f×) |", num(ns), one/ns)
+			default:
+				fmt.Fprintf(&b, " %s ns |", num(ns))
 			}
 		}
-		row("hot path ahead of every baseline ("+mode+")", orAll(worse), len(worse) == 0)
+		b.WriteString("\n")
 	}
-	row("parallel throughput with 2 procs ≥ 1.8× single", fmt.Sprintf("%.2f×", hs.nsOp/hp.nsOp), hs.nsOp/hp.nsOp >= 1.8)
-	cold := get("Cold/coordinator")
-	row("cold path under 1 µs, a handful of allocations", fmt.Sprintf("%s ns, %.0f allocs", num(cold.nsOp), cold.allocs), cold.nsOp < 1000 && cold.allocs <= 10)
+	return b.String()
+}
+
+// targetTable accumulates rows of a target table.
+type targetTable struct{ b strings.Builder }
+
+func newTargetTable() *targetTable {
+	t := &targetTable{}
+	t.b.WriteString("| target | measured | status |\n|---|---|---|\n")
+	return t
+}
+
+// row adds a target; measured "" means it was not measured in this run.
+func (t *targetTable) row(name, measured string, ok bool) {
+	st := "met"
+	switch {
+	case measured == "":
+		measured, st = "not measured in this run", "—"
+	case !ok:
+		st = "**missed**"
+	}
+	fmt.Fprintf(&t.b, "| %s | %s | %s |\n", name, measured, st)
+}
+
+// ratioOf is a's ns/op over b's, with false when either is missing.
+func ratioOf(rs map[string]*result, a, b string) (float64, bool) {
+	ra, oka := rs[a]
+	rb, okb := rs[b]
+	if !oka || !okb || ra.nsOp <= 0 || rb.nsOp <= 0 {
+		return 0, false
+	}
+	return ra.nsOp / rb.nsOp, true
+}
+
+// sizeGroups lists the hot-path groups of one mode at every table size
+// measured: the Hot group (1,024 bindings) and the growth sizes, labelled.
+func sizeGroups(rs map[string]*result, hot, growth string) (groups, labels []string) {
+	if _, ok := rs[hot+"/coordinator"]; ok && hot != "" {
+		groups, labels = append(groups, hot), append(labels, "n=1024")
+	}
+	var sizes []int
 	for n := range rs {
-		if strings.HasPrefix(n, "Memory/") && strings.HasSuffix(n, "/coordinator") {
-			v := rs[n].metrics["B/binding"]
-			row("≤ 200 bytes per binding ("+strings.TrimSuffix(strings.TrimPrefix(n, "Memory/"), "/coordinator")+")", fmt.Sprintf("%.0f B", v), v <= 200)
+		rest, ok := strings.CutPrefix(n, growth+"/n=")
+		if !ok || !strings.HasSuffix(rest, "/coordinator") {
+			continue
+		}
+		if v, err := strconv.Atoi(strings.TrimSuffix(rest, "/coordinator")); err == nil {
+			sizes = append(sizes, v)
 		}
 	}
-	for _, path := range []string{"hot", "cold"} {
+	sort.Ints(sizes)
+	for _, v := range sizes {
+		groups = append(groups, fmt.Sprintf("%s/n=%d", growth, v))
+		labels = append(labels, fmt.Sprintf("n=%d", v))
+	}
+	return groups, labels
+}
+
+// targets states where each target of the issue "Performance in the default
+// configuration: ahead of every baseline at every size" stands.
+func targets(rs map[string]*result) string {
+	t := newTargetTable()
+	floorRow := func(name, group string) {
+		r, ok := ratioOf(rs, group+"/coordinator", group+"/floor")
+		t.row(name, cond(ok, fmt.Sprintf("%.2f×", r)), r <= 1.2)
+	}
+	floorRow("hot path ≤ 1.2× the floor (one goroutine)", "Hot/single")
+	floorRow("hot path ≤ 1.2× the floor (parallel, distinct keys)", "Hot/parallel-distinct")
+	allocs, measured := 0.0, false
+	for n, r := range rs {
+		if (strings.HasPrefix(n, "Hot/") || strings.HasPrefix(n, "Growth/hot")) && strings.HasSuffix(n, "/coordinator") {
+			allocs, measured = max(allocs, r.allocs), true
+		}
+	}
+	t.row("hot path 0 allocs/op (every hot benchmark)", cond(measured, fmt.Sprintf("%.0f", allocs)), allocs == 0)
+	for _, m := range []struct{ name, hot, growth string }{
+		{"one goroutine", "Hot/single", "Growth/hot"},
+		{"parallel, distinct keys", "Hot/parallel-distinct", "Growth/hot-parallel"},
+	} {
+		groups, labels := sizeGroups(rs, m.hot, m.growth)
+		var parts []string
+		ok := true
+		for i, g := range groups {
+			worst, against := 0.0, ""
+			for _, base := range rivals {
+				if r, found := ratioOf(rs, g+"/coordinator", g+"/"+base); found && r > worst {
+					worst, against = r, base
+				}
+			}
+			if against == "" {
+				continue
+			}
+			ok = ok && worst <= 1.0
+			parts = append(parts, fmt.Sprintf("%s %.2f× (%s)", labels[i], worst, against))
+		}
+		name := fmt.Sprintf("hot path ≤ 1.0× the mutex, sharded and sync.Map baselines at every size (%s)", m.name)
+		if len(labels) > 0 {
+			name = fmt.Sprintf("hot path ≤ 1.0× the mutex, sharded and sync.Map baselines at every size, %s to %s (%s)",
+				strings.TrimPrefix(labels[0], "n="), strings.TrimPrefix(labels[len(labels)-1], "n="), m.name)
+		}
+		t.row(name, cond(len(parts) > 0, "worst baseline at each size: "+strings.Join(parts, ", ")), ok)
+	}
+	best, bestName := 0.0, ""
+	for _, base := range rivals {
+		if r, ok := rs["Hot/parallel-shared/"+base]; ok && r.nsOp > 0 && (bestName == "" || r.nsOp < best) {
+			best, bestName = r.nsOp, base
+		}
+	}
+	if c, ok := rs["Hot/parallel-shared/coordinator"]; ok && bestName != "" {
+		r := c.nsOp / best
+		t.row("one shared key in parallel ≤ 1.2× the best baseline", fmt.Sprintf("%.2f× (%s ns against %s, %s ns)", r, num(c.nsOp), bestName, num(best)), r <= 1.2)
+	} else {
+		t.row("one shared key in parallel ≤ 1.2× the best baseline", "", false)
+	}
+	var parts []string
+	ok := true
+	coldGroups := []string{"Cold"}
+	coldLabels := []string{"n=1024"}
+	g, l := sizeGroups(rs, "", "Growth/cold")
+	coldGroups, coldLabels = append(coldGroups, g...), append(coldLabels, l...)
+	for i, g := range coldGroups {
+		if r, found := ratioOf(rs, g+"/coordinator", g+"/mutex"); found {
+			ok = ok && r <= 2
+			parts = append(parts, fmt.Sprintf("%s %.2f×", coldLabels[i], r))
+		}
+	}
+	t.row("cold path ≤ 2× the mutex map (at every size)", cond(len(parts) > 0, strings.Join(parts, ", ")), ok)
+	return t.b.String()
+}
+
+// earlierTargets: the targets of the first benchmarks issue, on the default
+// configuration (the reaper's on a manual clock).
+func earlierTargets(rs map[string]*result) string {
+	t := newTargetTable()
+	by, _ := scaling(rs)
+	if c := by["coordinator"]; c[1] > 0 && c[2] > 0 {
+		t.row("parallel throughput with 2 procs ≥ 1.8× single (Scaling)", fmt.Sprintf("%.2f×", c[1]/c[2]), c[1]/c[2] >= 1.8)
+	} else {
+		t.row("parallel throughput with 2 procs ≥ 1.8× single (Scaling)", "", false)
+	}
+	if cold, ok := rs["Cold/coordinator"]; ok {
+		t.row("cold path under 1 µs, a handful of allocations", fmt.Sprintf("%s ns, %.0f allocs", num(cold.nsOp), cold.allocs), cold.nsOp < 1000 && cold.allocs <= 10)
+	} else {
+		t.row("cold path under 1 µs, a handful of allocations", "", false)
+	}
+	var mem []string
+	for n := range rs {
+		if strings.HasPrefix(n, "Memory/") && strings.HasSuffix(n, "/coordinator") {
+			mem = append(mem, n)
+		}
+	}
+	sort.Strings(mem)
+	for _, n := range mem {
+		v := rs[n].metrics["B/binding"]
+		t.row("≤ 200 bytes per binding ("+strings.TrimSuffix(strings.TrimPrefix(n, "Memory/"), "/coordinator")+")", fmt.Sprintf("%.0f B", v), v <= 200)
+	}
+	for _, path := range []string{"hot", "hot-parallel", "cold"} {
 		lo, hi := 0.0, 0.0
 		for n, r := range rs {
-			if strings.HasPrefix(n, "Growth/"+path+"/") && strings.HasSuffix(n, "/coordinator") {
+			if strings.HasPrefix(n, "Growth/"+path+"/") && strings.HasSuffix(n, "/coordinator") && r.nsOp > 0 {
 				if lo == 0 || r.nsOp < lo {
 					lo = r.nsOp
 				}
@@ -253,28 +587,38 @@ func targets(rs map[string]*result) string {
 			}
 		}
 		if lo > 0 {
-			row("flat "+path+" cost across table sizes (max/min ≤ 2)", fmt.Sprintf("%.2f× (%s .. %s ns)", hi/lo, num(lo), num(hi)), hi/lo <= 2)
+			t.row("flat "+path+" cost across table sizes (max/min ≤ 2)", fmt.Sprintf("%.2f× (%s .. %s ns)", hi/lo, num(lo), num(hi)), hi/lo <= 2)
 		}
 	}
-	for n, r := range rs {
+	var reaper []string
+	for n := range rs {
 		if strings.HasPrefix(n, "Reaper/") && strings.HasSuffix(n, "/sweeping") {
-			idle := get(strings.TrimSuffix(n, "sweeping") + "idle")
-			p99, p99i := r.metrics["p99-ns"], idle.metrics["p99-ns"]
-			row("reaper sweeping at most doubles hot-path p99 ("+strings.Split(n, "/")[1]+")",
-				fmt.Sprintf("p99 %s ns vs %s ns idle (%.2f×), p50 %s vs %s", num(p99), num(p99i), p99/p99i,
-					num(r.metrics["p50-ns"]), num(idle.metrics["p50-ns"])), p99 <= 2*p99i)
+			reaper = append(reaper, n)
 		}
 	}
-	if e := get("Explorer"); e.metrics["states/s"] > 0 {
-		row("model explorer rate (TLC with 1 worker on MCPlacement.cfg: 4,885 states/s; 2 workers: 11,336)",
+	sort.Strings(reaper)
+	for _, n := range reaper {
+		r := rs[n]
+		idle, ok := rs[strings.TrimSuffix(n, "sweeping")+"idle"]
+		if !ok {
+			continue
+		}
+		p99, p99i := r.metrics["p99-ns"], idle.metrics["p99-ns"]
+		t.row("reaper sweeping at most doubles hot-path p99 ("+strings.Split(n, "/")[1]+", manual clock)",
+			fmt.Sprintf("p99 %s ns vs %s ns idle (%.2f×), p50 %s vs %s", num(p99), num(p99i), p99/p99i,
+				num(r.metrics["p50-ns"]), num(idle.metrics["p50-ns"])), p99 <= 2*p99i)
+	}
+	if e, ok := rs["Explorer"]; ok && e.metrics["states/s"] > 0 {
+		t.row("model explorer rate (TLC with 1 worker on MCPlacement.cfg: 4,885 states/s; 2 workers: 11,336)",
 			fmt.Sprintf("%s states/s", num(e.metrics["states/s"])), true)
 	}
-	return b.String()
+	return t.b.String()
 }
 
-func orAll(s []string) string {
-	if len(s) == 0 {
-		return "faster than all"
+// cond is s when ok, else "" (not measured).
+func cond(ok bool, s string) string {
+	if ok {
+		return s
 	}
-	return "slower than " + strings.Join(s, ", ")
+	return ""
 }

@@ -2,145 +2,294 @@ package main
 
 import (
 	"fmt"
-	"image"
 	"image/color"
-	"image/png"
 	"math"
 	"os"
 	"sort"
 	"strconv"
 	"strings"
 
-	"golang.org/x/image/font"
-	"golang.org/x/image/font/basicfont"
-	"golang.org/x/image/math/fixed"
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
+	"gonum.org/v1/plot/vg/vgimg"
 )
 
-var palette = map[string]color.RGBA{
-	"coordinator": {200, 30, 30, 255}, "floor": {60, 60, 60, 255}, "mutex": {30, 90, 200, 255},
-	"sharded": {30, 150, 60, 255}, "syncmap": {200, 130, 0, 255},
+// style is a contender's line in every plot: a variant (another
+// configuration of a default contender) is its sibling's colour, dashed.
+type style struct {
+	color  color.RGBA
+	dashed bool
 }
 
-// plot draws hot-path and cold-path ns/op against table size (log x) for
-// the coordinator and every baseline.
-func plot(rs map[string]*result, path string) error {
-	const w, h, pad = 900, 420, 60
-	img := image.NewRGBA(image.Rect(0, 0, w, h))
-	for i := range img.Pix {
-		img.Pix[i] = 255
-	}
-	panels := []string{"hot", "cold"}
-	pw := (w - pad) / len(panels)
-	for pi, path := range panels {
-		x0 := pad + pi*pw
-		series := map[string][][2]float64{}
-		maxY := 0.0
-		for n, r := range rs {
-			parts := strings.Split(n, "/")
-			if len(parts) != 4 || parts[0] != "Growth" || parts[1] != path {
-				continue
-			}
-			size, err := strconv.ParseFloat(strings.TrimPrefix(parts[2], "n="), 64)
-			if err != nil {
-				continue
-			}
-			series[parts[3]] = append(series[parts[3]], [2]float64{size, r.nsOp})
-			maxY = max(maxY, r.nsOp)
-		}
-		if len(series) == 0 {
+var styles = map[string]style{
+	"coordinator":        {color.RGBA{200, 30, 30, 255}, false},
+	"coordinator-manual": {color.RGBA{200, 30, 30, 255}, true},
+	"floor":              {color.RGBA{60, 60, 60, 255}, false},
+	"mutex":              {color.RGBA{30, 90, 200, 255}, false},
+	"mutex-now":          {color.RGBA{30, 90, 200, 255}, true},
+	"sharded":            {color.RGBA{30, 150, 60, 255}, false},
+	"syncmap":            {color.RGBA{200, 130, 0, 255}, false},
+}
+
+// series is one contender's points.
+type series struct {
+	name string
+	pts  plotter.XYs
+}
+
+// collect gathers, for benchmarks named prefix/<param>/<contender>, each
+// contender's (x, ns/op) points, x parsed from <param> after key=. The
+// series come in contender order, points by x.
+func collect(rs map[string]*result, prefix, key string) []series {
+	by := map[string]plotter.XYs{}
+	for n, r := range rs {
+		rest, ok := strings.CutPrefix(n, prefix+"/")
+		if !ok || r.nsOp <= 0 {
 			continue
 		}
-		maxY *= 1.15
-		px := func(size float64) int { return x0 + 20 + int((math.Log10(size)-3)/3*float64(pw-60)) }
-		py := func(ns float64) int { return h - pad - int(ns/maxY*float64(h-2*pad)) }
-		axis := color.RGBA{0, 0, 0, 255}
-		line(img, x0+20, h-pad, x0+pw-40, h-pad, axis)
-		line(img, x0+20, pad, x0+20, h-pad, axis)
-		for e := 3; e <= 6; e++ {
-			x := px(math.Pow(10, float64(e)))
-			line(img, x, h-pad, x, h-pad+4, axis)
-			text(img, x-10, h-pad+18, fmt.Sprintf("1e%d", e), axis)
+		param, who, ok := strings.Cut(rest, "/")
+		if !ok || strings.Contains(who, "/") {
+			continue
 		}
-		for i := 0; i <= 4; i++ {
-			v := maxY * float64(i) / 4
-			y := py(v)
-			line(img, x0+16, y, x0+20, y, axis)
-			text(img, x0-22, y+4, fmt.Sprintf("%.0f", v), axis)
+		v, ok := strings.CutPrefix(param, key+"=")
+		if !ok {
+			continue
 		}
-		text(img, x0+pw/2-80, pad-20, path+" path ns/op vs live bindings", axis)
-		names := make([]string, 0, len(series))
-		for n := range series {
-			names = append(names, n)
+		x, err := strconv.ParseFloat(v, 64)
+		if err != nil {
+			continue
 		}
-		sort.Strings(names)
-		for li, n := range names {
-			pts := series[n]
-			sort.Slice(pts, func(i, j int) bool { return pts[i][0] < pts[j][0] })
-			c := palette[n]
-			for i := range pts {
-				x, y := px(pts[i][0]), py(pts[i][1])
-				dot(img, x, y, c)
-				if i > 0 {
-					line(img, px(pts[i-1][0]), py(pts[i-1][1]), x, y, c)
-				}
-			}
-			text(img, x0+pw-150, pad+15+14*li, n, c)
+		by[who] = append(by[who], plotter.XY{X: x, Y: r.nsOp})
+	}
+	var out []series
+	for _, who := range contenderNames(by) {
+		pts := by[who]
+		sort.Slice(pts, func(i, j int) bool { return pts[i].X < pts[j].X })
+		out = append(out, series{who, pts})
+	}
+	return out
+}
+
+// contenderNames lists m's keys: the known contenders in their order, then
+// any others sorted.
+func contenderNames[V any](m map[string]V) []string {
+	var out, rest []string
+	for _, c := range contenderOrder {
+		if _, ok := m[c]; ok {
+			out = append(out, c)
 		}
 	}
-	f, err := os.Create(path)
+	for c := range m {
+		if _, ok := styles[c]; !ok {
+			rest = append(rest, c)
+		}
+	}
+	sort.Strings(rest)
+	return append(out, rest...)
+}
+
+// addLines adds one line with points per series, in the contender's style,
+// and an entry to leg for each contender not already in seen.
+func addLines(p *plot.Plot, ss []series, leg *plot.Legend, seen map[string]bool) error {
+	for i, s := range ss {
+		l, pts, err := plotter.NewLinePoints(s.pts)
+		if err != nil {
+			return err
+		}
+		st, ok := styles[s.name]
+		if !ok {
+			st = style{color: plotColor(i)}
+		}
+		l.Color, pts.Color = st.color, st.color
+		l.Width = vg.Points(1.5)
+		if st.dashed {
+			l.Dashes = []vg.Length{vg.Points(5), vg.Points(3)}
+		}
+		pts.Shape = draw.CircleGlyph{}
+		pts.Radius = vg.Points(2.5)
+		p.Add(l, pts)
+		if !seen[s.name] {
+			seen[s.name] = true
+			leg.Add(s.name, l, pts)
+		}
+	}
+	return nil
+}
+
+func plotColor(i int) color.RGBA {
+	c := []color.RGBA{{120, 0, 160, 255}, {0, 150, 150, 255}, {150, 100, 50, 255}}
+	return c[i%len(c)]
+}
+
+// logTicks labels 1, 2 and 5 times each power of ten in [min, max] (and
+// marks the other integers times a power of ten), so an axis spanning less
+// than a decade still has labels.
+type logTicks struct{}
+
+func (logTicks) Ticks(min, max float64) []plot.Tick {
+	var ts []plot.Tick
+	for e := math.Floor(math.Log10(min)); math.Pow(10, e) <= max; e++ {
+		base := math.Pow(10, e)
+		for m := 1; m < 10; m++ {
+			v := float64(m) * base
+			if v < min*0.999 || v > max*1.001 {
+				continue
+			}
+			t := plot.Tick{Value: v}
+			if m == 1 || m == 2 || m == 5 {
+				t.Label = strconv.FormatFloat(v, 'g', -1, 64)
+			}
+			ts = append(ts, t)
+		}
+	}
+	return ts
+}
+
+// sizeTicks labels the table sizes as powers of ten.
+type sizeTicks struct{}
+
+func (sizeTicks) Ticks(min, max float64) []plot.Tick {
+	var ts []plot.Tick
+	for e := math.Ceil(math.Log10(min) - 1e-9); math.Pow(10, e) <= max*1.001; e++ {
+		ts = append(ts, plot.Tick{Value: math.Pow(10, e), Label: fmt.Sprintf("1e%.0f", e)})
+	}
+	return ts
+}
+
+// growthPanels are the growth plot's panels: Growth/<path>/n=…/<contender>.
+var growthPanels = []struct{ path, title string }{
+	{"hot", "hot path, one goroutine"},
+	{"hot-parallel", "hot path, parallel, distinct keys"},
+	{"cold", "cold path"},
+}
+
+// plotGrowth draws ns/op against live bindings (log x, log y), one panel
+// per growth path, one line per contender. It reports whether there was
+// anything to draw.
+func plotGrowth(rs map[string]*result, file string) (bool, error) {
+	var row []*plot.Plot
+	leg, seen := plot.NewLegend(), map[string]bool{}
+	for _, g := range growthPanels {
+		ss := collect(rs, "Growth/"+g.path, "n")
+		if len(ss) == 0 {
+			continue
+		}
+		p := plot.New()
+		p.Title.Text = g.title
+		p.X.Label.Text = "live bindings"
+		p.Y.Label.Text = "ns/op"
+		p.X.Scale, p.Y.Scale = plot.LogScale{}, plot.LogScale{}
+		p.X.Tick.Marker, p.Y.Tick.Marker = sizeTicks{}, logTicks{}
+		p.Add(plotter.NewGrid())
+		if err := addLines(p, ss, &leg, seen); err != nil {
+			return false, err
+		}
+		row = append(row, p)
+	}
+	if len(row) == 0 {
+		return false, nil
+	}
+	return true, save(row, leg, vg.Points(300*float64(len(row)))+legendWidth, vg.Points(300), file)
+}
+
+// plotScaling draws the scaling benchmark: each contender's throughput
+// (million hit-and-release pairs per second, all goroutines together)
+// against GOMAXPROCS, and the same as a ratio to its own procs=1 figure,
+// with the ideal (linear) line.
+func plotScaling(rs map[string]*result, file string) (bool, error) {
+	ss := collect(rs, "Scaling", "procs")
+	if len(ss) == 0 {
+		return false, nil
+	}
+	abs := plot.New()
+	abs.Title.Text = "hot path throughput, parallel, distinct keys"
+	abs.X.Label.Text = "GOMAXPROCS"
+	abs.Y.Label.Text = "million hit+release per second"
+	rel := plot.New()
+	rel.Title.Text = "throughput relative to the same contender at 1 proc"
+	rel.X.Label.Text = "GOMAXPROCS"
+	rel.Y.Label.Text = "× its own single-proc throughput"
+	var tput, ratio []series
+	maxProcs := 1.0
+	for _, s := range ss {
+		var one float64
+		for _, pt := range s.pts {
+			if pt.X == 1 {
+				one = pt.Y
+			}
+		}
+		t := series{name: s.name}
+		r := series{name: s.name}
+		for _, pt := range s.pts {
+			t.pts = append(t.pts, plotter.XY{X: pt.X, Y: 1e3 / pt.Y})
+			if one > 0 {
+				r.pts = append(r.pts, plotter.XY{X: pt.X, Y: one / pt.Y})
+			}
+			maxProcs = max(maxProcs, pt.X)
+		}
+		tput = append(tput, t)
+		if len(r.pts) > 0 {
+			ratio = append(ratio, r)
+		}
+	}
+	ideal, err := plotter.NewLine(plotter.XYs{{X: 1, Y: 1}, {X: maxProcs, Y: maxProcs}})
+	if err != nil {
+		return false, err
+	}
+	ideal.Color = color.RGBA{160, 160, 160, 255}
+	ideal.Dashes = []vg.Length{vg.Points(2), vg.Points(2)}
+	rel.Add(ideal)
+	leg, seen := plot.NewLegend(), map[string]bool{}
+	var procTicks plot.ConstantTicks
+	for _, s := range ss {
+		for _, pt := range s.pts {
+			if len(procTicks) == 0 || procTicks[len(procTicks)-1].Value < pt.X {
+				procTicks = append(procTicks, plot.Tick{Value: pt.X, Label: strconv.FormatFloat(pt.X, 'f', -1, 64)})
+			}
+		}
+	}
+	for _, p := range []*plot.Plot{abs, rel} {
+		p.Add(plotter.NewGrid())
+		p.X.Tick.Marker = procTicks
+		p.X.Min, p.Y.Min = 1, 0
+	}
+	if err := addLines(abs, tput, &leg, seen); err != nil {
+		return false, err
+	}
+	if err := addLines(rel, ratio, &leg, seen); err != nil {
+		return false, err
+	}
+	leg.Add("linear scaling", ideal)
+	return true, save([]*plot.Plot{abs, rel}, leg, vg.Points(640)+legendWidth, vg.Points(320), file)
+}
+
+// legendWidth is the strip at the right of a figure that holds its legend.
+const legendWidth = vg.Length(140)
+
+// save draws a row of plots, aligned, with one legend for them all to
+// their right, into a PNG.
+func save(row []*plot.Plot, leg plot.Legend, w, h vg.Length, file string) error {
+	img := vgimg.NewWith(vgimg.UseWH(w, h), vgimg.UseDPI(110))
+	dc := draw.New(img)
+	plots := draw.Crop(dc, 0, -legendWidth, 0, 0)
+	tiles := draw.Tiles{Rows: 1, Cols: len(row), PadX: vg.Points(16),
+		PadTop: vg.Points(6), PadBottom: vg.Points(4), PadLeft: vg.Points(4), PadRight: vg.Points(4)}
+	canvases := plot.Align([][]*plot.Plot{row}, tiles, plots)
+	for j, p := range row {
+		p.Draw(canvases[0][j])
+	}
+	leg.Top, leg.Left = true, true
+	leg.YOffs = -vg.Points(24)
+	leg.Draw(draw.Crop(dc, w-legendWidth+vg.Points(8), 0, 0, 0))
+	f, err := os.Create(file)
 	if err != nil {
 		return err
 	}
-	defer f.Close()
-	return png.Encode(f, img)
-}
-
-func line(img *image.RGBA, x0, y0, x1, y1 int, c color.RGBA) {
-	dx, dy := abs(x1-x0), -abs(y1-y0)
-	sx, sy := sign(x1-x0), sign(y1-y0)
-	e := dx + dy
-	for {
-		img.SetRGBA(x0, y0, c)
-		img.SetRGBA(x0, y0+1, c)
-		if x0 == x1 && y0 == y1 {
-			return
-		}
-		if e2 := 2 * e; e2 >= dy {
-			e += dy
-			x0 += sx
-		} else {
-			e += dx
-			y0 += sy
-		}
+	if _, err := (vgimg.PngCanvas{Canvas: img}).WriteTo(f); err != nil {
+		f.Close()
+		return err
 	}
-}
-
-func dot(img *image.RGBA, x, y int, c color.RGBA) {
-	for i := -3; i <= 3; i++ {
-		for j := -3; j <= 3; j++ {
-			img.SetRGBA(x+i, y+j, c)
-		}
-	}
-}
-
-func text(img *image.RGBA, x, y int, s string, c color.RGBA) {
-	d := &font.Drawer{Dst: img, Src: image.NewUniform(c), Face: basicfont.Face7x13, Dot: fixed.P(x, y)}
-	d.DrawString(s)
-}
-
-func abs(v int) int {
-	if v < 0 {
-		return -v
-	}
-	return v
-}
-
-func sign(v int) int {
-	switch {
-	case v < 0:
-		return -1
-	case v > 0:
-		return 1
-	}
-	return 0
+	return f.Close()
 }
