@@ -583,13 +583,28 @@ func (c *Coordinator[T]) timeoutsLocked(e *entry[T], now int64) {
 	if e.st == stQuarantined && !e.removed {
 		switch {
 		case e.p.slot.gen.Load() != e.p.tgen && !mutant("QuarantineIgnoresGeneration"):
-			c.stats.quarantinesDropped.Add(1)
-			c.removeLocked(e, Event{Kind: EventQuarantineDropped, Key: e.key, Attempt: e.p.attempt, Generation: e.p.tgen}, quarantinedTarget(e))
+			c.dropQuarantineLocked(e)
 		case e.p.deadline <= now && !mutant("QuarantineNeverExpires"):
 			c.stats.quarantineExpirations.Add(1)
 			c.removeLocked(e, Event{Kind: EventQuarantineExpired, Key: e.key, Attempt: e.p.attempt, Generation: e.p.tgen}, quarantinedTarget(e))
 		}
 	}
+}
+
+// dropQuarantineLocked ends e's quarantine because its target's generation
+// moved on (the spec's DropStale of a quarantine).
+func (c *Coordinator[T]) dropQuarantineLocked(e *entry[T]) {
+	c.stats.quarantinesDropped.Add(1)
+	c.removeLocked(e, Event{Kind: EventQuarantineDropped, Key: e.key, Attempt: e.p.attempt, Generation: e.p.tgen}, quarantinedTarget(e))
+}
+
+// commitGen is the one reading of the target's generation that a commit of
+// e's attempt happens at (bindLocked decides staleness from it).
+func (c *Coordinator[T]) commitGen(e *entry[T]) uint64 {
+	if c.testBeforeBind != nil {
+		c.testBeforeBind()
+	}
+	return e.p.slot.gen.Load()
 }
 
 // quarantinedTarget is the target a Quarantined event of e reports.
@@ -831,10 +846,18 @@ func (c *Coordinator[T]) Resolve(key string, attempt, generation uint64, res Res
 	if attempt != e.p.attempt || generation != e.p.tgen && !mutant("ResolveIgnoresGeneration") {
 		return &FencedError{Attempt: attempt, Generation: generation, CurrentAttempt: e.p.attempt, CurrentGeneration: e.p.tgen}
 	}
+	cur := c.commitGen(e)
+	if cur != e.p.tgen {
+		// The target's generation moved on since timeoutsLocked looked:
+		// the quarantine is over (its binding would be stale at birth), at
+		// the same reading a commit would happen at.
+		c.dropQuarantineLocked(e)
+		return ErrNotQuarantined
+	}
 	c.stats.resolutions.Add(1)
 	c.emitLocked(Event{Kind: EventResolved, Key: key, Attempt: attempt, Generation: generation}, &e.p.target)
 	if res == ResolveAccepted {
-		_, err := c.bindLocked(e, 0, now)
+		_, err := c.bindLocked(e, 0, now, cur)
 		return err
 	}
 	c.removeLocked(e, Event{}, nil)
@@ -849,7 +872,7 @@ func (c *Coordinator[T]) Resolve(key string, attempt, generation uint64, res Res
 // lease on it ends alone, as on any superseded binding), the entry is
 // removed, and a *GenerationMovedError tells the caller. A Bump after the
 // reading is an ordinary Bump of a live binding.
-func (c *Coordinator[T]) bindLocked(e *entry[T], n uint64, now int64) (*binding[T], error) {
+func (c *Coordinator[T]) bindLocked(e *entry[T], n uint64, now int64, cur uint64) (*binding[T], error) {
 	var b *binding[T]
 	if !e.firstUsed {
 		e.firstUsed, b = true, &e.first
@@ -859,10 +882,7 @@ func (c *Coordinator[T]) bindLocked(e *entry[T], n uint64, now int64) (*binding[
 	b.e, b.target, b.slot, b.gen, b.version = e, e.p.target, e.p.slot, e.p.tgen, e.p.attempt
 	d := now + c.ttl
 	b.deadline.Store(d)
-	if c.testBeforeBind != nil {
-		c.testBeforeBind()
-	}
-	if cur := b.slot.gen.Load(); cur != b.gen {
+	if cur != b.gen {
 		b.word.Store(n | deadBit)
 		c.removeBindingLocked(e, b)
 		if mutant("StaleAtBirthSilent") {

@@ -187,7 +187,7 @@ func (r *Reservation[T]) CommitAccepted(target T, generation uint64) (Lease[T], 
 	d := c.dispatchLocked(e, r, target, slot, generation, now)
 	d.used = true
 	c.emitLocked(Event{Kind: EventCommitted, Key: e.key, Attempt: d.attempt, Generation: generation}, &e.p.target)
-	b, err := c.bindLocked(e, 1, now)
+	b, err := c.bindLocked(e, 1, now, c.commitGen(e))
 	r.lease = c.newLease(b)
 	return r.lease, err
 }
@@ -291,12 +291,19 @@ func (d *Dispatch[T]) Complete(o Outcome) (Lease[T], error) {
 	ev := Event{Key: e.key, Attempt: d.attempt, Generation: d.gen}
 	switch {
 	case o == Accepted:
+		cur := c.commitGen(e)
+		if late && cur != e.p.tgen {
+			// The generation moved on since timeoutsLocked looked: the
+			// quarantine is over, at the reading the commit would use.
+			c.dropQuarantineLocked(e)
+			return Lease[T]{}, &FencedError{Attempt: d.attempt, Generation: d.gen}
+		}
 		if late {
 			c.stats.resolutions.Add(1)
 		}
 		ev.Kind = EventCommitted
 		c.emitLocked(ev, &d.target)
-		b, err := c.bindLocked(e, 1, now)
+		b, err := c.bindLocked(e, 1, now, cur)
 		d.r.lease = c.newLease(b)
 		return d.r.lease, err
 	case o == DefinitelyNotAccepted && !late:

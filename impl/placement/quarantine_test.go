@@ -203,3 +203,38 @@ func TestContract_HandedReservationAnswersEvenIfLost(t *testing.T) {
 		t.Fatalf("the handed, timed-out reservation: %v, want ErrReservationLost", err)
 	}
 }
+
+// TestContract_LateCommitRacingABumpIsFenced: found by Porcupine. A late
+// Accepted (or a Resolve) judged the quarantine live at one reading of the
+// target's generation and committed at a later one, so a Bump between the
+// two made it "committed, stale at birth", which the spec never allows for
+// a quarantine (a bump ends it). The commit now happens at the reading that
+// judges it: a Bump before it ends the quarantine and fences the result.
+func TestContract_LateCommitRacingABumpIsFenced(t *testing.T) {
+	rec := &recorder{}
+	c, clk := manual(t, func(c *Config) { c.Observer = rec.observe })
+	d, err := reserve(t, c, "s").BeginDispatch(w1, 1)
+	must(t, err)
+	must(t, clk.AdvanceBy(5*time.Second)) // DispatchTimeout: quarantined
+	c.testBeforeBind = func() { c.BumpGeneration(w1) }
+	if _, err := d.Complete(Accepted); !errors.Is(err, ErrFenced) {
+		t.Fatalf("a late Accepted racing a bump: %v, want ErrFenced", err)
+	}
+	c.testBeforeBind = nil
+	if k := rec.kinds(); k[len(k)-1] != EventQuarantineDropped {
+		t.Fatalf("events %v, want QuarantineDropped last", k)
+	}
+	if st := state(t, c, "s").State; st != StateAbsent {
+		t.Fatalf("the key reads %v, want Absent", st)
+	}
+
+	q := quarantine(t, c, "r")
+	c.testBeforeBind = func() { c.BumpGeneration(w1) }
+	if err := c.Resolve("r", q.Attempt(), q.Generation(), ResolveAccepted); !errors.Is(err, ErrNotQuarantined) {
+		t.Fatalf("a Resolve racing a bump: %v, want ErrNotQuarantined", err)
+	}
+	c.testBeforeBind = nil
+	if st := state(t, c, "r").State; st != StateAbsent {
+		t.Fatalf("the key reads %v, want Absent", st)
+	}
+}
