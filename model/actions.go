@@ -71,6 +71,7 @@ type ops struct {
 	DispatchTimeout    func(m *Model, s *State, k int) (State, Result, bool)
 	Close              func(m *Model, s *State, r int) (State, Result, bool)
 	Room               func(m *Model, s *State, k int) bool
+	Leaves             func(n *State, r, k int)
 	// noSystemFairness drops SystemFairness (BugNoSystemFairness).
 	noSystemFairness bool
 }
@@ -94,6 +95,7 @@ func New(cfg Config) (*Model, error) {
 		DispatchTimeout:    dispatchTimeout,
 		Close:              closeLease,
 		Room:               room,
+		Leaves:             Leaves,
 	}}, nil
 }
 
@@ -244,7 +246,7 @@ func acquireCases(m *Model, s *State, r, k int, hit, amb, queue bool) (State, Re
 	case hit: // hit: take a lease
 		n.Table[k].Leases++
 		n.Req[r] = reqAt(PcHolding, k, e.Attempt)
-		Leaves(&n, r, k)
+		m.ops.Leaves(&n, r, k)
 		return n, Result{Kind: ResHit, Target: e.Target, Gen: e.TGen, Attempt: e.Attempt}, true
 	case Initializing(&e) || queue: // someone initializes, or waiters are ahead: wait
 		n.Req[r] = reqAt(PcWaiting, k, 0)
@@ -252,10 +254,10 @@ func acquireCases(m *Model, s *State, r, k int, hit, amb, queue bool) (State, Re
 		return n, Result{Kind: ResWait, Target: None}, true
 	case amb: // Ambiguous error
 		n.Req[r] = IdleReq
-		Leaves(&n, r, k)
+		m.ops.Leaves(&n, r, k)
 		return n, Result{Kind: ResAmbiguous, Target: e.Target, Gen: e.TGen, Attempt: e.Attempt}, true
 	default: // absent, expired, stale or over
-		Leaves(&n, r, k)
+		m.ops.Leaves(&n, r, k)
 		if m.Room(s, k) {
 			n.Table[k] = reservedEntry(r, s.Now+m.Cfg.ReserveTimeout)
 			n.Req[r] = reqAt(PcReserved, k, 0)

@@ -38,6 +38,9 @@ var variants = map[string]variant{
 	"BugAcquireAnyWaiter": {"Acquire",
 		"any waiter may take a freed key, not only the longest one",
 		func(o *ops) { o.Acquire = bugAcquireAnyWaiter }},
+	"BugLeavesKeepsWaiter": {"Leaves",
+		"a waiter that returns stays in its key's wait queue",
+		func(o *ops) { o.Leaves = bugLeavesKeepsWaiter }},
 	"BugQuarantineExpireEarly": {"QuarantineExpire",
 		"a quarantine expires one tick before its QuarantineTTL",
 		func(o *ops) { o.QuarantineExpire = bugQuarantineExpireEarly }},
@@ -139,6 +142,8 @@ func bugAcquireAnyWaiter(m *Model, s *State, r, k int) (State, Result, bool) {
 	e := &s.Table[k]
 	return acquireCases(m, s, r, k, m.LiveBound(s, e), m.LiveQuarantine(s, e), m.queues(s, r, k))
 }
+
+func bugLeavesKeepsWaiter(*State, int, int) {} // BUG: the queue is left as it is
 
 func bugQuarantineExpireEarly(m *Model, s *State, k int) (State, Result, bool) {
 	e := &s.Table[k]

@@ -6,19 +6,6 @@ import (
 	"time"
 )
 
-// answerWithin returns a waiter's answer, or fails the test when none
-// arrives in time (a lost wake-up fails fast instead of hanging).
-func answerWithin(t *testing.T, ch <-chan waited, what string) waited {
-	t.Helper()
-	select {
-	case w := <-ch:
-		return w
-	case <-time.After(5 * time.Second):
-		t.Fatalf("%s: no answer within 5s (the key went to someone else first, or its wake-up was lost)", what)
-		return waited{}
-	}
-}
-
 // silentFor fails the test if the waiter answers within d.
 func silentFor(t *testing.T, ch <-chan waited, d time.Duration, what string) {
 	t.Helper()
@@ -162,7 +149,7 @@ func TestContract_WaitersServedInOrder(t *testing.T) {
 	first := waiter(c, "s")
 	second := waiter(c, "s")
 	must(t, r.Cancel())
-	w := answerWithin(t, first, "the first waiter")
+	w := recvWithin(t, first, 5*time.Second, "the first waiter")
 	if w.err != nil || w.a.Reservation == nil {
 		t.Fatalf("the first waiter got %v, want the reservation", w.err)
 	}
@@ -172,7 +159,7 @@ func TestContract_WaitersServedInOrder(t *testing.T) {
 	silentFor(t, second, 20*time.Millisecond, "the second waiter")
 	// The handed reservation times out: the second waiter is next.
 	must(t, clk.Advance(5*time.Second))
-	w2 := answerWithin(t, second, "the second waiter")
+	w2 := recvWithin(t, second, 5*time.Second, "the second waiter")
 	if w2.err != nil || w2.a.Reservation == nil {
 		t.Fatalf("the second waiter got %v, want the reservation", w2.err)
 	}
@@ -195,7 +182,7 @@ func TestContract_HandedReservationAnswersEvenIfLost(t *testing.T) {
 	must(t, clk.Advance(5*time.Second)) // the handed reservation times out
 	reserve(t, c, "s")                  // a newcomer takes the free key
 	c.testHoldWaiters.Store(false)
-	w := answerWithin(t, got, "the waiter")
+	w := recvWithin(t, got, 5*time.Second, "the waiter")
 	if w.err != nil || w.a.Reservation == nil {
 		t.Fatalf("waiter: %v", w.err)
 	}

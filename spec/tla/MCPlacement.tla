@@ -318,6 +318,10 @@ BugAcquireAnyWaiter(r, k) ==
               /\ Leaves(r, k)
     /\ UNCHANGED <<now, gen, nextAttempt>>
 
+(* A waiter that returns (a hit, an Ambiguous error, a reservation) stays *)
+(* in its key's wait queue.                                                *)
+BugLeavesKeepsWaiter(r, k) == UNCHANGED waitq                  \* BUG
+
 (* A quarantine expires one tick before its QuarantineTTL has passed.     *)
 BugQuarantineExpireEarly(k) ==
     /\ table[k].st = "Quarantined" /\ table[k].deadline <= now + 1   \* BUG: + 1
