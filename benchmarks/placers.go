@@ -61,7 +61,7 @@ func NewCoordinator(n int) *Coordinator { return newCoordinator(n, nil) }
 func NewManualCoordinator(n int) *Coordinator { return newCoordinator(n, placement.NewManualClock(0)) }
 
 func newCoordinator(n int, clk *placement.ManualClock) *Coordinator {
-	c, err := placement.New[Worker](placement.Config{IdleTTL: time.Duration(ttl), ReserveTimeout: time.Minute, DispatchTimeout: time.Minute,
+	c, err := placement.New[Worker](placement.Config[Worker]{IdleTTL: time.Duration(ttl), ReserveTimeout: time.Minute, DispatchTimeout: time.Minute,
 		MaxEntries: n, MaxKeyBytes: 64, Clock: clk})
 	if err != nil {
 		panic(err)

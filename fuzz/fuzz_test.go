@@ -27,7 +27,7 @@ func FuzzKeys(f *testing.F) {
 	for _, k := range []string{"", "s", "a/b", "\x00\xff", string(make([]byte, 65))} {
 		f.Add(k)
 	}
-	c, err := placement.New[int](placement.Config{IdleTTL: time.Second, ReserveTimeout: time.Second, DispatchTimeout: time.Second,
+	c, err := placement.New[int](placement.Config[int]{IdleTTL: time.Second, ReserveTimeout: time.Second, DispatchTimeout: time.Second,
 		MaxEntries: 8, MaxKeyBytes: 64, Clock: placement.NewManualClock(0)})
 	if err != nil {
 		f.Fatal(err)
@@ -75,7 +75,7 @@ func FuzzConfig(f *testing.F) {
 	f.Add(int64(0), int64(-1), 0, -5, int64(math.MaxInt64))
 	f.Add(int64(366*24*time.Hour), int64(time.Hour), 65536, 256, int64(math.MaxInt64-int64(time.Second)))
 	f.Fuzz(func(t *testing.T, ttl, init int64, maxEntries, maxKey int, clockStart int64) {
-		cfg := placement.Config{IdleTTL: time.Duration(ttl), ReserveTimeout: time.Duration(init), DispatchTimeout: time.Duration(init),
+		cfg := placement.Config[int]{IdleTTL: time.Duration(ttl), ReserveTimeout: time.Duration(init), DispatchTimeout: time.Duration(init),
 			MaxEntries: maxEntries, MaxKeyBytes: maxKey, Clock: placement.NewManualClock(time.Duration(clockStart))}
 		inRange := func(d int64) bool { return d >= int64(time.Second) && d <= int64(placement.MaxDuration) }
 		valid := inRange(ttl) && inRange(init) && maxEntries > 0 && maxKey > 0 &&
@@ -105,7 +105,7 @@ func FuzzClock(f *testing.F) {
 			return // New refuses such clocks (FuzzConfig covers it)
 		}
 		clk := placement.NewManualClock(time.Duration(start))
-		c, err := placement.New[int](placement.Config{IdleTTL: time.Hour, ReserveTimeout: time.Second, DispatchTimeout: time.Second,
+		c, err := placement.New[int](placement.Config[int]{IdleTTL: time.Hour, ReserveTimeout: time.Second, DispatchTimeout: time.Second,
 			MaxEntries: 4, MaxKeyBytes: 8, Clock: clk})
 		if err != nil {
 			t.Fatal(err)

@@ -13,28 +13,28 @@ import (
 // earlier events make impossible (the review's "Reserved, Removed,
 // Expired"), and a key's Seq going backwards.
 func TestLifecycle_CatchesOutOfOrderEvents(t *testing.T) {
-	ev := func(k placement.EventKind, key string, seq uint64) placement.Event {
-		e := placement.Event{Kind: k, Key: key, Seq: seq}
+	ev := func(k placement.EventKind, key string, seq uint64) placement.Event[int] {
+		e := placement.Event[int]{Kind: k, Key: key, Seq: seq}
 		if carriesTarget(k) {
-			e.Target = 0
+			e.Target, e.HasTarget = 0, true
 		}
 		return e
 	}
 	cases := []struct {
 		name string
-		evs  []placement.Event
+		evs  []placement.Event[int]
 		want string // "" for a legal stream
 	}{
-		{"lifecycle", []placement.Event{ev(placement.EventReserved, "a", 1), ev(placement.EventReserved, "b", 2),
+		{"lifecycle", []placement.Event[int]{ev(placement.EventReserved, "a", 1), ev(placement.EventReserved, "b", 2),
 			ev(placement.EventQuarantined, "a", 3), ev(placement.EventResolved, "a", 4), ev(placement.EventExpired, "a", 5),
 			ev(placement.EventCommitted, "b", 6), ev(placement.EventRemoved, "b", 7), ev(placement.EventCapacityRejected, "b", 8)}, ""},
-		{"review's example", []placement.Event{ev(placement.EventReserved, "a", 1), ev(placement.EventRemoved, "a", 2),
+		{"review's example", []placement.Event[int]{ev(placement.EventReserved, "a", 1), ev(placement.EventRemoved, "a", 2),
 			ev(placement.EventExpired, "a", 3)}, "Expired (attempt 0, seq 3) cannot follow state Absent"},
-		{"reserve over a binding", []placement.Event{ev(placement.EventReserved, "a", 1), ev(placement.EventCommitted, "a", 2),
+		{"reserve over a binding", []placement.Event[int]{ev(placement.EventReserved, "a", 1), ev(placement.EventCommitted, "a", 2),
 			ev(placement.EventReserved, "a", 3)}, "cannot follow state Bound"},
-		{"seq backwards", []placement.Event{ev(placement.EventReserved, "a", 2), ev(placement.EventRemoved, "a", 1)},
+		{"seq backwards", []placement.Event[int]{ev(placement.EventReserved, "a", 2), ev(placement.EventRemoved, "a", 1)},
 			"has seq 1 after seq 2"},
-		{"quarantined without its target", []placement.Event{ev(placement.EventReserved, "a", 1),
+		{"quarantined without its target", []placement.Event[int]{ev(placement.EventReserved, "a", 1),
 			{Kind: placement.EventQuarantined, Key: "a", Attempt: 1, Seq: 2}}, "Quarantined (attempt 1, seq 2) names no target"},
 	}
 	for _, c := range cases {

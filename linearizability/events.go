@@ -71,7 +71,7 @@ func carriesTarget(kind placement.EventKind) bool {
 }
 
 // Observe records ev; use it as Config.Observer.
-func (l *Lifecycle) Observe(ev placement.Event) {
+func (l *Lifecycle) Observe(ev placement.Event[int]) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.state == nil {
@@ -87,7 +87,7 @@ func (l *Lifecycle) Observe(ev placement.Event) {
 			ev.Key, ev.Kind, ev.Attempt, ev.Seq, lifeNames[from])
 	case ev.Seq <= l.seq[ev.Key]:
 		l.err = fmt.Errorf("key %s: event %v has seq %d after seq %d", ev.Key, ev.Kind, ev.Seq, l.seq[ev.Key])
-	case ev.Target == nil && carriesTarget(ev.Kind):
+	case !ev.HasTarget && carriesTarget(ev.Kind):
 		l.err = fmt.Errorf("key %s: event %v (attempt %d, seq %d) names no target", ev.Key, ev.Kind, ev.Attempt, ev.Seq)
 	}
 	l.state[ev.Key], l.seq[ev.Key] = to, ev.Seq

@@ -32,5 +32,20 @@ func (st *Stepper) Want(s model.State, in Input) (out Output, next model.State, 
 		e := &next.Table[k]
 		out.Stale = e.St == model.Bound && st.M.Stale(&next, e)
 	}
+	if out.Stale && in.Op != OpResolve {
+		next = st.endStaleLease(next, in.Client)
+	}
 	return out, next, ok
+}
+
+// endStaleLease ends request r's lease on a binding stale at birth: the
+// implementation never hands that lease out (a commit that reports
+// ErrStaleAtBirth returns none), so to the model the request abandons it
+// at once. On a stale binding, which reads as absent, that changes nothing
+// anyone can observe.
+func (st *Stepper) endStaleLease(s model.State, r int) model.State {
+	if n, _, ok := st.M.Abandon(&s, r); ok {
+		return n
+	}
+	return s
 }

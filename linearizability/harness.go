@@ -2,11 +2,14 @@ package linearizability
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"math/rand/v2"
 	"os"
 	"runtime"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/anishathalye/porcupine"
@@ -74,6 +77,16 @@ var WaitLimit = func() time.Duration {
 // ShortWait is the deadline of the Acquires planned to give up waiting.
 const ShortWait = 200 * time.Microsecond
 
+// RunLimit bounds a whole run: a run whose clients have not all finished
+// after it has an operation that blocked for good (a lock left held, say),
+// and fails as such instead of hanging the test. Every run of the checks
+// takes well under a second.
+const RunLimit = 20 * time.Second
+
+// finishLimit bounds the operations a client makes after its plan to end
+// what it holds: a correct coordinator needs one or two.
+const finishLimit = 16
+
 // Run is a recorded concurrent run.
 type Run struct {
 	Plan     Plan
@@ -83,14 +96,28 @@ type Run struct {
 	Stuck    int     // blocking Acquires that hit WaitLimit (lost wake-ups)
 	Events   int     // Observer events, checked key by key (Lifecycle)
 	EventErr error   // the first event out of its key's order, if any
+	// Unfinished names a client that could not end what it held within
+	// finishLimit operations after its plan.
+	Unfinished string
 }
+
+// ErrRunBlocked says a run did not finish within RunLimit: an operation
+// blocked for good.
+var ErrRunBlocked = errors.New("linearizability: a run did not finish: an operation blocked")
 
 // Execute runs plan on a fresh coordinator, one goroutine per client, each
 // performing ops operations, and records every call with a monotonic clock.
 // No lock is held around the operations under test.
-func Execute(plan Plan, ops int, mutate ...func(*placement.Config)) (*Run, error) {
+//
+// It fails fast: the first blocking Acquire that waits WaitLimit (a lost
+// wake-up) ends the run (every other wait is cut short, and the clients
+// stop after ending what they hold); a client that cannot end what it holds
+// is reported (Run.Unfinished); and a run that has not finished after
+// RunLimit returns an error wrapping ErrRunBlocked naming the operations in
+// flight (their goroutines are left behind: the run has failed).
+func Execute(plan Plan, ops int, mutate ...func(*placement.Config[int])) (*Run, error) {
 	var life Lifecycle
-	mutate = append([]func(*placement.Config){func(c *placement.Config) { c.Observer = life.Observe }}, mutate...)
+	mutate = append([]func(*placement.Config[int]){func(c *placement.Config[int]) { c.Observer = life.Observe }}, mutate...)
 	sys, err := NewSystem(plan.Shape, mutate...)
 	if err != nil {
 		return nil, err
@@ -102,6 +129,12 @@ func Execute(plan Plan, ops int, mutate ...func(*placement.Config)) (*Run, error
 	histories := make([][]porcupine.Operation, plan.Shape.Clients)
 	covs := make([]Coverage, plan.Shape.Clients)
 	stuck := make([]int, plan.Shape.Clients)
+	unfinished := make([]bool, plan.Shape.Clients)
+	inflight := make([]atomic.Pointer[Input], plan.Shape.Clients)
+	// abort ends the run early: after a lost wake-up, every other wait is
+	// cut short and no client starts a planned operation.
+	runCtx, abort := context.WithCancel(context.Background())
+	defer abort()
 	var wg sync.WaitGroup
 	for r := 0; r < plan.Shape.Clients; r++ {
 		wg.Add(1)
@@ -117,9 +150,21 @@ func Execute(plan Plan, ops int, mutate ...func(*placement.Config)) (*Run, error
 			// After its planned operations a client finishes what it holds,
 			// as a real request does: waiters must never be left waiting on
 			// an initializer that has simply stopped.
-			for i := 0; i < ops || sys.Holds(r) != HoldsNothing; i++ {
+			finishing := 0
+			for i := 0; ; i++ {
+				planned := i < ops && runCtx.Err() == nil
+				if !planned {
+					if sys.Holds(r) == HoldsNothing {
+						break
+					}
+					if finishing == finishLimit {
+						unfinished[r] = true
+						break
+					}
+					finishing++
+				}
 				var in Input
-				if i < ops {
+				if planned {
 					in = Choose(sys, r, lastAmb, pick, Mix{Env: !plan.Partitioned, Hot: plan.Hot})
 				} else {
 					in = finish(sys, r, pick)
@@ -138,18 +183,22 @@ func Execute(plan Plan, ops int, mutate ...func(*placement.Config)) (*Run, error
 				if in.Short {
 					limit = ShortWait
 				}
-				ctx, cancel := context.WithTimeout(context.Background(), limit)
+				ctx, cancel := context.WithTimeout(runCtx, limit)
 				if setsDeadline(in.Op) && !in.Again {
 					// A deadline the call sets comes from a clock reading
 					// within the call (see Stepper.Steps).
 					in.Window, in.Clock = true, int64(sys.Clock.Now()/Unit)
 				}
+				inflight[r].Store(&in)
 				call := time.Since(start).Nanoseconds()
 				out := sys.Do(ctx, in)
 				ret := time.Since(start).Nanoseconds()
+				lost := errors.Is(ctx.Err(), context.DeadlineExceeded)
 				cancel()
-				if in.Op == OpAcquire && out.Kind == OutCancelled && !in.Short {
-					stuck[r]++
+				inflight[r].Store(nil)
+				if in.Op == OpAcquire && out.Kind == OutCancelled && !in.Short && lost {
+					stuck[r]++ // waited WaitLimit: a lost wake-up; end the run
+					abort()
 				}
 				NoteAmbiguity(lastAmb, in, out)
 				covs[r].Count(in, out)
@@ -158,12 +207,28 @@ func Execute(plan Plan, ops int, mutate ...func(*placement.Config)) (*Run, error
 			}
 		}(r)
 	}
-	wg.Wait()
+	finished := make(chan struct{})
+	go func() { wg.Wait(); close(finished) }()
+	select {
+	case <-finished:
+	case <-time.After(RunLimit):
+		abort()
+		var blocked []string
+		for r := range inflight {
+			if in := inflight[r].Load(); in != nil {
+				blocked = append(blocked, in.String())
+			}
+		}
+		return nil, fmt.Errorf("%w after %v (seed %d); in flight: %v", ErrRunBlocked, RunLimit, plan.Seed, blocked)
+	}
 	run := &Run{Plan: plan, Events: life.Events(), EventErr: life.Err()}
 	for r := range histories {
 		run.History = append(run.History, histories[r]...)
 		run.Coverage.Add(covs[r])
 		run.Stuck += stuck[r]
+		if unfinished[r] && run.Unfinished == "" {
+			run.Unfinished = fmt.Sprintf("client %d still held %v after %d operations to end it", r, sys.Holds(r), finishLimit)
+		}
 	}
 	run.Overlap = overlap(run.History)
 	return run, nil

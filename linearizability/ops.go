@@ -16,7 +16,9 @@ type OpKind uint8
 // Complete(Accepted), Advance is the clock's Advance, followed by the
 // reclamation it triggers unless Lazy). Query reads a key (no action: it
 // may perform Expire, which the spec allows at any time); Reap is a reaper
-// tick (Expire and DropStale wherever enabled).
+// tick (Expire and DropStale wherever enabled); Stats reads the
+// coordinator's statistics, which first reclaims what a Reap would (it
+// walks every key, not atomically: only the sequential checks use it).
 const (
 	OpAcquire OpKind = iota
 	OpTryAcquire
@@ -35,12 +37,13 @@ const (
 	OpAdvance
 	OpQuery
 	OpReap
+	OpStats
 	NumOps
 )
 
 var opNames = [NumOps]string{"Acquire", "TryAcquire", "BeginDispatch", "CommitAccepted", "Cancel",
 	"Complete", "Drop", "Release", "Abandon", "Invalidate", "Close", "Resolve", "InvalidateKey",
-	"Bump", "Advance", "Query", "Reap"}
+	"Bump", "Advance", "Query", "Reap", "Stats"}
 
 // String returns the operation's name.
 func (k OpKind) String() string {
@@ -134,6 +137,12 @@ type Output struct {
 	State   string `json:"state,omitempty"`
 	Leases  int    `json:"leases,omitempty"`
 	Closing bool   `json:"closing,omitempty"`
+	// Live, Quarantined and Bindings: what Stats read (Stats.Live,
+	// Stats.Quarantined, and Coordinator.Bindings of each target, as
+	// "n0,n1,...").
+	Live        int64  `json:"live,omitempty"`
+	Quarantined int64  `json:"quarantined,omitempty"`
+	Bindings    string `json:"bindings,omitempty"`
 }
 
 // String renders the output for reports.
@@ -145,6 +154,9 @@ func (o Output) String() string {
 		return fmt.Sprintf("Bound(t%d g%d v%d leases %d closing %v)", o.Target, o.Gen, o.Attempt, o.Leases, o.Closing)
 	case o.State != "":
 		return fmt.Sprintf("%s(t%d g%d a%d)", o.State, o.Target, o.Gen, o.Attempt)
+	}
+	if o.Bindings != "" {
+		return fmt.Sprintf("stats(live %d, quarantined %d, bindings %s)", o.Live, o.Quarantined, o.Bindings)
 	}
 	if o.Stale && o.Kind == OutOK { // a Resolve
 		return "ok(stale at birth)"

@@ -96,17 +96,23 @@ func (st *Stepper) Steps(s model.State, in Input, out Output) []model.State {
 		s = s.Clone()
 		s.NextAttempt = int(out.Attempt)
 	}
-	if in.Op == OpCommitAccepted {
+	staleCommit := in.Op == OpCommitAccepted && out.Stale
+	if staleCommit {
 		// The model's CommitAccepted checks the generation and commits in
 		// one step, so its binding is never stale at birth; the
 		// implementation's reports a Bump that raced it between its fence
-		// check and its commit, which linearizes after it. (Sequentially
-		// it never reports one: the rapid test checks that.)
+		// check and its commit, which linearizes after it, and returns no
+		// lease: to the model, the lease it took ends at once (on the
+		// binding the Bump makes stale, it changes nothing else).
+		// (Sequentially it never reports one: the rapid test checks that.)
 		out.Stale = false
 	}
 	want, next, ok := st.Want(s, in)
 	if !ok || want != out {
 		return nil
+	}
+	if staleCommit {
+		next = st.endStaleLease(next, in.Client)
 	}
 	if in.Op == OpAcquire && want.Kind == OutWouldWait {
 		return nil // a blocking Acquire returns only once the key is free

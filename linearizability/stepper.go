@@ -3,6 +3,8 @@ package linearizability
 import (
 	"fmt"
 	"math"
+	"strconv"
+	"strings"
 
 	"github.com/placementlab/placement/model"
 )
@@ -232,6 +234,9 @@ func (st *Stepper) expect(s model.State, in Input) (Output, model.State, bool) {
 		return st.Observe(&s, in.Key).Output(), s, true
 	case OpReap:
 		return Output{Kind: OutOK}, st.Sweep(s), true
+	case OpStats:
+		n := st.Sweep(s)
+		return st.stats(&n), n, true
 	case OpBump:
 		if in.Target < 0 || in.Target >= len(s.Gen) {
 			return Output{}, s, false
@@ -252,6 +257,40 @@ func (st *Stepper) expect(s model.State, in Input) (Output, model.State, bool) {
 		return Output{Kind: OutOK}, n, true
 	}
 	return Output{}, s, false
+}
+
+// stats is what Stats reads in s, a state with nothing left to reclaim:
+// the live keys (Occupies), the quarantined ones, and each target's live
+// bindings.
+func (st *Stepper) stats(s *model.State) Output {
+	out := Output{Kind: OutOK}
+	bindings := make([]int, len(s.Gen))
+	for k := range s.Table {
+		e := &s.Table[k]
+		if st.M.Occupies(s, e) {
+			out.Live++
+		}
+		if e.St == model.Quarantined {
+			out.Quarantined++
+		}
+		if st.M.LiveBound(s, e) {
+			bindings[e.Target]++
+		}
+	}
+	out.Bindings = joinInts(bindings)
+	return out
+}
+
+// joinInts renders ns as "n0,n1,...".
+func joinInts(ns []int) string {
+	var b strings.Builder
+	for i, n := range ns {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString(strconv.Itoa(n))
+	}
+	return b.String()
 }
 
 // Observed is what Query reports of a key, derived from a model state.

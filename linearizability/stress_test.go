@@ -111,7 +111,7 @@ func (r *resurrection) gone(before uint64) {
 // call as not bound.
 func expiryRace(t *testing.T, hitters, holdFor, spin int, step time.Duration) {
 	clk := placement.NewManualClock(0)
-	c, err := placement.New[int](placement.Config{IdleTTL: time.Second, ReserveTimeout: time.Hour, DispatchTimeout: time.Hour, MaxEntries: 16,
+	c, err := placement.New[int](placement.Config[int]{IdleTTL: time.Second, ReserveTimeout: time.Hour, DispatchTimeout: time.Hour, MaxEntries: 16,
 		MaxKeyBytes: 16, Clock: clk})
 	if err != nil {
 		t.Fatal(err)
@@ -221,7 +221,7 @@ func TestStress_QueryTornRead(t *testing.T) { expiryRace(t, 1, 200, 5, time.Seco
 // total) during the walk.
 func TestStress_StatsHitsMonotonic(t *testing.T) {
 	clk := placement.NewManualClock(0)
-	c, err := placement.New[int](placement.Config{IdleTTL: time.Hour, ReserveTimeout: time.Hour, DispatchTimeout: time.Hour, MaxEntries: 64,
+	c, err := placement.New[int](placement.Config[int]{IdleTTL: time.Hour, ReserveTimeout: time.Hour, DispatchTimeout: time.Hour, MaxEntries: 64,
 		MaxKeyBytes: 16, Clock: clk})
 	if err != nil {
 		t.Fatal(err)
@@ -279,7 +279,7 @@ func TestStress_StatsHitsMonotonic(t *testing.T) {
 func TestStress_ObserverOrderPerKey(t *testing.T) {
 	var ev Lifecycle
 	clk := placement.NewManualClock(0)
-	c, err := placement.New[int](placement.Config{IdleTTL: time.Second, ReserveTimeout: time.Second, DispatchTimeout: time.Second, MaxEntries: 3,
+	c, err := placement.New[int](placement.Config[int]{IdleTTL: time.Second, ReserveTimeout: time.Second, DispatchTimeout: time.Second, MaxEntries: 3,
 		MaxKeyBytes: 16, Clock: clk, Observer: ev.Observe})
 	if err != nil {
 		t.Fatal(err)

@@ -104,10 +104,10 @@ type System struct {
 }
 
 // NewSystem builds a coordinator of the given shape.
-func NewSystem(sh Shape, mutate ...func(*placement.Config)) (*System, error) {
+func NewSystem(sh Shape, mutate ...func(*placement.Config[int])) (*System, error) {
 	sh = sh.normalized()
 	clk := placement.NewManualClock(0)
-	cfg := placement.Config{
+	cfg := placement.Config[int]{
 		IdleTTL: time.Duration(sh.TTL) * Unit, ReserveTimeout: time.Duration(sh.ReserveTimeout) * Unit,
 		DispatchTimeout: time.Duration(sh.DispatchTimeout) * Unit, QuarantineTTL: time.Duration(sh.QuarantineTTL) * Unit,
 		MaxEntries: sh.Capacity, MaxKeyBytes: 16, Clock: clk,
@@ -118,7 +118,7 @@ func NewSystem(sh Shape, mutate ...func(*placement.Config)) (*System, error) {
 	}
 	s := &System{Clock: clk, Shape: sh, clients: make([]client, sh.Clients), quarantined: map[uint64]bool{}}
 	observer := cfg.Observer
-	cfg.Observer = func(ev placement.Event) {
+	cfg.Observer = func(ev placement.Event[int]) {
 		if ev.Kind == placement.EventQuarantined {
 			s.mu.Lock()
 			s.quarantined[ev.Attempt] = true
@@ -318,13 +318,18 @@ func (s *System) do(ctx context.Context, cl *client, in Input) Output {
 		return errOutput(err)
 	case OpCommitAccepted:
 		l, err := cl.res.CommitAccepted(in.Target, in.Gen)
+		var gm *placement.GenerationMovedError[int]
 		switch {
-		case err == nil, errors.Is(err, placement.ErrStaleAtBirth):
-			// Committed; stale at birth if a Bump raced the call (the
-			// lease still ends as any lease does).
+		case err == nil:
 			cl.keepRes(WhyCommitAccepted)
 			cl.lease, cl.holds = l, HoldsLease
-			return Output{Kind: OutCommitted, Target: l.Target(), Gen: l.Generation(), Attempt: l.Version(), Stale: err != nil}
+			return Output{Kind: OutCommitted, Target: l.Target(), Gen: l.Generation(), Attempt: l.Version()}
+		case errors.As(err, &gm):
+			// Committed, stale at birth: a Bump raced the call. No lease
+			// comes with the error: the request holds nothing.
+			cl.keepRes(WhyCommitAccepted)
+			cl.holds = HoldsNothing
+			return staleOutput(gm, l)
 		case errors.Is(err, placement.ErrReservationLost):
 			cl.keepRes(cl.lostWhy())
 			cl.holds = HoldsNothing
@@ -344,7 +349,17 @@ func (s *System) do(ctx context.Context, cl *client, in Input) Output {
 		l, err := cl.d.Complete(o)
 		late := s.timedOut(cl.d.Attempt()) && o != placement.Ambiguous
 		cl.holds = HoldsNothing
-		stale := errors.Is(err, placement.ErrStaleAtBirth) // committed, with a lease, but stale at birth
+		var gm *placement.GenerationMovedError[int]
+		stale := errors.As(err, &gm) // committed, but stale at birth: no lease
+		// A Lease comes only with a nil error; DefinitelyNotAccepted
+		// answers ErrNotAccepted and Ambiguous an *AmbiguousError naming
+		// this very attempt. Anything else is no answer the model allows.
+		if bad := completeContract(cl.d, o, l, err); bad != "" {
+			return Output{Kind: OutError, Err: bad}
+		}
+		if o != placement.Accepted && (errors.Is(err, placement.ErrNotAccepted) || errors.Is(err, placement.ErrAmbiguous)) {
+			err = nil // the outcome's own answer: the model's ok
+		}
 		switch {
 		case errors.Is(err, placement.ErrFenced):
 			cl.dispatchEnded(WhyResolved)
@@ -361,9 +376,11 @@ func (s *System) do(ctx context.Context, cl *client, in Input) Output {
 		switch {
 		case err != nil && !stale:
 			return errOutput(err)
+		case stale:
+			return staleOutput(gm, l)
 		case o == placement.Accepted:
 			cl.lease, cl.holds = l, HoldsLease
-			return Output{Kind: OutCommitted, Target: l.Target(), Gen: l.Generation(), Attempt: l.Version(), Stale: stale}
+			return Output{Kind: OutCommitted, Target: l.Target(), Gen: l.Generation(), Attempt: l.Version()}
 		case o == placement.DefinitelyNotAccepted:
 			// The reservation is held again, unless the result came late
 			// and settled a quarantine; using it then reports it lost.
@@ -421,21 +438,60 @@ func (s *System) do(ctx context.Context, cl *client, in Input) Output {
 	case OpReap:
 		s.Clock.Reclaim()
 		return Output{Kind: OutOK}
+	case OpStats:
+		st := s.C.Stats()
+		if st.Quarantines != st.Resolutions+st.QuarantineExpirations+st.QuarantinesDropped+st.Quarantined {
+			return Output{Kind: OutError, Err: fmt.Sprintf("Stats breaks the quarantine identity: %+v", st)}
+		}
+		bindings := make([]int, s.Shape.Targets)
+		for t := range bindings {
+			bindings[t] = s.C.Bindings(t)
+		}
+		return Output{Kind: OutOK, Live: st.Live, Quarantined: st.Quarantined, Bindings: joinInts(bindings)}
 	}
 	return Output{Kind: OutError, Err: "unknown operation " + in.Op.String()}
 }
 
+// staleOutput is a commit's answer when its binding was stale at birth: the
+// committed attempt, from the error, which must come without a lease.
+func staleOutput(gm *placement.GenerationMovedError[int], l placement.Lease[int]) Output {
+	if l != (placement.Lease[int]{}) {
+		return Output{Kind: OutError, Err: "a lease came with ErrStaleAtBirth"}
+	}
+	return Output{Kind: OutCommitted, Target: gm.Target, Gen: gm.Generation, Attempt: gm.Attempt, Stale: true}
+}
+
+// completeContract says what is wrong with Complete(o)'s answer (l, err) for
+// guard d beyond what the model decides, or "" if nothing is: a lease comes
+// only with a nil error (and never for an outcome other than Accepted); a
+// DefinitelyNotAccepted that is not refused otherwise answers
+// ErrNotAccepted; an Ambiguous one an *AmbiguousError naming d's attempt,
+// target and generation.
+func completeContract(d *placement.Dispatch[int], o placement.Outcome, l placement.Lease[int], err error) string {
+	zero := l == (placement.Lease[int]{})
+	var amb *placement.AmbiguousError[int]
+	switch {
+	case err != nil && !zero, o != placement.Accepted && !zero:
+		return fmt.Sprintf("Complete(%v) returned a lease with error %v", o, err)
+	case err == nil && o != placement.Accepted:
+		return fmt.Sprintf("Complete(%v) returned no error", o)
+	case o == placement.DefinitelyNotAccepted && errors.Is(err, placement.ErrAmbiguous),
+		o == placement.Ambiguous && errors.Is(err, placement.ErrNotAccepted):
+		return fmt.Sprintf("Complete(%v) returned %v", o, err)
+	case errors.As(err, &amb) && (amb.Attempt != d.Attempt() || amb.Target != d.Target() || amb.Generation != d.Generation()):
+		return fmt.Sprintf("Complete(Ambiguous) of attempt %d (target %d, generation %d) returned %v",
+			d.Attempt(), d.Target(), d.Generation(), err)
+	}
+	return ""
+}
+
 func errOutput(err error) Output {
-	var amb *placement.AmbiguousError
+	var amb *placement.AmbiguousError[int]
 	switch {
 	case err == nil:
 		return Output{Kind: OutOK}
 	case errors.As(err, &amb):
-		t, ok := amb.Target.(int)
-		if !ok {
-			t = -1 // no target: never what the model says
-		}
-		return Output{Kind: OutAmbiguous, Attempt: amb.Attempt, Gen: amb.Generation, Target: t}
+		return Output{Kind: OutAmbiguous, Attempt: amb.Attempt, Gen: amb.Generation, Target: amb.Target}
 	case errors.Is(err, placement.ErrCapacity):
 		return Output{Kind: OutCapacity}
 	case errors.Is(err, placement.ErrWouldWait):

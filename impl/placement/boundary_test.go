@@ -25,7 +25,7 @@ const (
 func boundary(t *testing.T) (*Coordinator[target], *ManualClock, *recorder) {
 	t.Helper()
 	rec := &recorder{}
-	c, clk := manual(t, func(c *Config) {
+	c, clk := manual(t, func(c *Config[target]) {
 		c.IdleTTL, c.ReserveTimeout, c.DispatchTimeout, c.MaxEntries, c.Observer = bTTL, bInit, bInit, 16, rec.observe
 	})
 	must(t, clk.Set(bStart))
@@ -257,7 +257,7 @@ func TestBoundary_RolledBackReservationKeepsItsDeadline(t *testing.T) {
 			t.Fatalf("dispatch %d one nanosecond before the reservation deadline: %v", i, err)
 		}
 		_, err = d.Complete(DefinitelyNotAccepted)
-		must(t, err)
+		wantIs(t, err, ErrNotAccepted)
 		if i := state(t, c, "s"); i.State != StateReserved {
 			t.Fatalf("after DefinitelyNotAccepted: %v, want Reserved", i.State)
 		}
@@ -303,9 +303,9 @@ func TestBoundary_DispatchAtItsDeadline(t *testing.T) {
 		t.Fatalf("Query at the dispatch deadline: %+v, want Quarantined for attempt %d", i, lateYes.Attempt())
 	}
 	_, err = c.TryAcquire("late not accepted")
-	var amb *AmbiguousError
+	var amb *AmbiguousError[target]
 	if !errors.As(err, &amb) || amb.Attempt != lateNo.Attempt() || amb.Generation != 1 {
-		t.Fatalf("TryAcquire at the dispatch deadline: %v, want an *AmbiguousError for attempt %d", err, lateNo.Attempt())
+		t.Fatalf("TryAcquire at the dispatch deadline: %v, want an *AmbiguousError[target] for attempt %d", err, lateNo.Attempt())
 	}
 	rec.mu.Lock()
 	rec.evs = nil
@@ -319,7 +319,7 @@ func TestBoundary_DispatchAtItsDeadline(t *testing.T) {
 	}
 	must(t, l.Release())
 	_, err = lateNo.Complete(DefinitelyNotAccepted)
-	must(t, err)
+	wantIs(t, err, ErrNotAccepted)
 	if i := state(t, c, "late not accepted"); i.State != StateAbsent {
 		t.Fatalf("after the late DefinitelyNotAccepted: %v, want Absent", i.State)
 	}
@@ -328,8 +328,12 @@ func TestBoundary_DispatchAtItsDeadline(t *testing.T) {
 	}
 	// Query applied the timeout (Quarantined, before the recorder was
 	// reset), as TryAcquire applied the other one's: the late results
-	// only settle them.
-	wantKinds(t, rec, EventCommitted, EventResolved)
+	// only settle them (a late result settling a quarantine is Resolved,
+	// with its outcome).
+	wantKinds(t, rec, EventResolved, EventResolved)
+	if a, n := rec.evs[0].Outcome, rec.evs[1].Outcome; a != Accepted || n != DefinitelyNotAccepted {
+		t.Fatalf("the late results' events have outcomes %v and %v", a, n)
+	}
 	if s := c.Stats(); s.Quarantines != 2 || s.Resolutions != 2 {
 		t.Fatalf("stats %+v, want 2 quarantines settled by 2 late results", s)
 	}

@@ -10,7 +10,7 @@ import (
 // one of 1,024 idle bindings and its Release, from one goroutine. Each
 // hit reads the clock (the binding is idle) and so does each Release (it
 // restarts the idle deadline).
-func benchHitRelease(b *testing.B, cfg Config) {
+func benchHitRelease(b *testing.B, cfg Config[target]) {
 	cfg.IdleTTL, cfg.ReserveTimeout, cfg.DispatchTimeout = time.Hour, time.Minute, time.Minute
 	cfg.MaxEntries, cfg.MaxKeyBytes = 4096, 64
 	c, err := New[target](cfg)
@@ -45,17 +45,17 @@ func benchHitRelease(b *testing.B, cfg Config) {
 
 // BenchmarkHitRelease_DefaultClock: the clock a zero Config gives (the
 // coarse clock, 1 ms ticks).
-func BenchmarkHitRelease_DefaultClock(b *testing.B) { benchHitRelease(b, Config{}) }
+func BenchmarkHitRelease_DefaultClock(b *testing.B) { benchHitRelease(b, Config[target]{}) }
 
 // BenchmarkHitRelease_ManualClock: a ManualClock (one atomic load a
 // reading), the floor for any clock.
 func BenchmarkHitRelease_ManualClock(b *testing.B) {
-	benchHitRelease(b, Config{Clock: NewManualClock(0)})
+	benchHitRelease(b, Config[target]{Clock: NewManualClock(0)})
 }
 
 // BenchmarkHitRelease_PreciseClock: ClockResolution PreciseClock, the
 // runtime clock read at every reading (the default before the coarse
 // clock).
 func BenchmarkHitRelease_PreciseClock(b *testing.B) {
-	benchHitRelease(b, Config{ClockResolution: PreciseClock})
+	benchHitRelease(b, Config[target]{ClockResolution: PreciseClock})
 }

@@ -15,9 +15,9 @@ const (
 	// MinClockResolution is the finest tick: below it the ticker's
 	// wake-ups cost more than the clock readings they save.
 	MinClockResolution = 100 * time.Microsecond
-	// MaxClockResolution is the coarsest tick: a tenth of MinDuration, so
-	// that every deadline ends within 10% of its duration (see the
-	// package's Time section).
+	// MaxClockResolution is the coarsest tick: every deadline ends within
+	// one tick of its precise time (see the package's Time section), so a
+	// tenth of a second keeps a one-second timeout within 10%.
 	MaxClockResolution = 100 * time.Millisecond
 	// PreciseClock, as Config.ClockResolution, makes the coordinator read
 	// the runtime's monotonic clock at every reading, as time.Since does,

@@ -5,41 +5,63 @@ import (
 	"time"
 )
 
-// Bounds on Config durations.
-const (
-	MinDuration = time.Second
-	MaxDuration = 365 * 24 * time.Hour
-)
+// MaxDuration bounds every Config duration: one year.
+const MaxDuration = 365 * 24 * time.Hour
 
-// Recommended limits (the anchor router's): 65,536 entries, 256-byte keys.
+// The defaults a zero Config field means. A zero Config is a working
+// configuration: New[T](Config[T]{}) places sessions with these.
 const (
+	// DefaultIdleTTL: a binding with no requests lives 30 minutes, long
+	// enough to span the think time between an agent's turns (and most
+	// human ones) while a worker still holds the session's prefix cache.
+	DefaultIdleTTL = 30 * time.Minute
+	// DefaultReserveTimeout: a reservation may take 30 seconds to dispatch,
+	// across DefinitelyNotAccepted retries (choosing a worker, and retrying
+	// refused dispatches on others).
+	DefaultReserveTimeout = 30 * time.Second
+	// DefaultDispatchTimeout: a dispatch has one minute to learn its
+	// outcome (the worker accepting the request: response headers, not
+	// the whole answer).
+	DefaultDispatchTimeout = time.Minute
+	// DefaultQuarantineTTL: an ambiguous attempt blocks its session for
+	// ten minutes, longer than any inference request a router lets run, so
+	// a quarantine outlives the request it protects against replaying.
+	DefaultQuarantineTTL = 10 * time.Minute
+	// DefaultMaxEntries and DefaultMaxKeyBytes are the anchor router's
+	// limits: 65,536 live entries, 256-byte keys.
 	DefaultMaxEntries  = 65536
 	DefaultMaxKeyBytes = 256
 )
-
-// DefaultQuarantineTTL is the QuarantineTTL a zero Config field means: ten
-// minutes, longer than any inference request a router lets run, so a
-// quarantine outlives the request it protects against replaying.
-const DefaultQuarantineTTL = 10 * time.Minute
 
 // MaxFirstAttempt is the largest Config.FirstAttempt, and the top of the
 // range a random start is drawn from: a counter that starts at or below it
 // issues 2^63 ids before it could wrap.
 const MaxFirstAttempt = 1 << 63
 
-// Config configures a Coordinator.
-type Config struct {
-	// IdleTTL is how long a binding with no active leases lives (1 s .. 1 year).
+// Config configures a Coordinator of targets of type T. The zero value is
+// valid: every zero field means its default (see the Default constants).
+//
+// Durations may be as short as the clock can tell apart: at least the
+// default clock's ClockResolution (1 ms unless set), or 1 ns with
+// PreciseClock or a ManualClock, and at most MaxDuration. Nothing in the
+// protocol needs more (spec/tla counts time in ticks); a duration of d
+// ticks of the coarse clock ends within one tick of its precise time (see
+// ClockResolution), so keep durations at many ticks where that matters.
+type Config[T comparable] struct {
+	// IdleTTL is how long a binding with no active leases lives. Zero
+	// means DefaultIdleTTL.
 	IdleTTL time.Duration
 	// ReserveTimeout bounds how long a reservation may take to dispatch,
 	// counted from when the key was reserved and across
-	// DefinitelyNotAccepted retries (1 s .. 1 year). A reservation past it
-	// is released (the next waiter gets the key).
+	// DefinitelyNotAccepted retries. A reservation past it is released
+	// (the next waiter gets the key). Zero means DefaultReserveTimeout.
 	ReserveTimeout time.Duration
 	// DispatchTimeout bounds how long each dispatch may take to learn its
-	// outcome (1 s .. 1 year); a dispatch past it is quarantined. An
+	// outcome; a dispatch past it is quarantined (Dispatch.Deadline and
+	// Dispatch.Context give a router its time for the upstream call). An
 	// initialization ends within ReserveTimeout + DispatchTimeout of its
 	// reservation, however many DefinitelyNotAccepted retries it makes.
+	// Zero means DefaultDispatchTimeout.
 	DispatchTimeout time.Duration
 	// QuarantineTTL bounds how long an unsettled (ambiguous) attempt blocks
 	// its session: the operator's stated bound on how long a request the
@@ -47,13 +69,13 @@ type Config struct {
 	// absent again (EventQuarantineExpired) and the next request dispatches
 	// anew. A quarantine also ends when it is settled (a late result,
 	// Resolve) or its target's generation moves on. Zero means
-	// DefaultQuarantineTTL; otherwise 1 s .. 1 year.
+	// DefaultQuarantineTTL.
 	QuarantineTTL time.Duration
-	// MaxEntries bounds the live entries in the table (positive; see
-	// DefaultMaxEntries).
+	// MaxEntries bounds the live entries in the table. Zero means
+	// DefaultMaxEntries.
 	MaxEntries int
-	// MaxKeyBytes bounds a session key's length (positive; see
-	// DefaultMaxKeyBytes).
+	// MaxKeyBytes bounds a session key's length. Zero means
+	// DefaultMaxKeyBytes.
 	MaxKeyBytes int
 	// Clock is the time source: nil for the runtime's monotonic clock (with a
 	// background reaper), read through a coarse clock (see ClockResolution),
@@ -96,33 +118,58 @@ type Config struct {
 	// (never on a hit or a release that keeps the binding), while the key's
 	// entry is locked, so each key's events arrive in order (see Event). It
 	// must not block or call back into the coordinator.
-	Observer func(Event)
+	//
+	// A panic in the Observer is recovered where the Observer was called,
+	// counted in Stats.ObserverPanics, and otherwise ignored: the change it
+	// reported goes ahead as if the Observer had returned, no lock stays
+	// held, the caller of the operation (a request, the reaper, a manual
+	// clock's Advance) sees no panic, and later events are delivered as
+	// usual. An Observer is monitoring; a bug in it never stops placement.
+	Observer func(Event[T])
 }
 
-func (c *Config) validate() (Config, error) {
+// resolution is the finest duration the clock of a validated config can
+// tell apart: the coarse clock's tick, or 1 ns.
+func (c *Config[T]) resolution() time.Duration {
+	if c.Clock == nil && c.ClockResolution > 0 {
+		return c.ClockResolution
+	}
+	return time.Nanosecond
+}
+
+func (c *Config[T]) validate() (Config[T], error) {
 	out := *c
-	durations := []struct {
-		name string
-		d    time.Duration
-	}{{"IdleTTL", c.IdleTTL}, {"ReserveTimeout", c.ReserveTimeout}, {"DispatchTimeout", c.DispatchTimeout},
-		{"QuarantineTTL", c.QuarantineTTL}}
-	if c.QuarantineTTL == 0 {
-		out.QuarantineTTL = DefaultQuarantineTTL
-		durations[3].d = DefaultQuarantineTTL
-	}
-	for _, d := range durations {
-		if d.d < MinDuration || d.d > MaxDuration {
-			return out, &ConfigError{Field: d.name, Reason: "must be between 1s and 1 year, got " + d.d.String()}
-		}
-	}
-	if c.MaxEntries <= 0 {
-		return out, &ConfigError{Field: "MaxEntries", Reason: fmt.Sprintf("must be positive, got %d", c.MaxEntries)}
-	}
-	if c.MaxKeyBytes <= 0 {
-		return out, &ConfigError{Field: "MaxKeyBytes", Reason: fmt.Sprintf("must be positive, got %d", c.MaxKeyBytes)}
-	}
 	if err := validateResolution(c, &out); err != nil {
 		return out, err
+	}
+	durations := []struct {
+		name string
+		d    *time.Duration
+		def  time.Duration
+	}{{"IdleTTL", &out.IdleTTL, DefaultIdleTTL}, {"ReserveTimeout", &out.ReserveTimeout, DefaultReserveTimeout},
+		{"DispatchTimeout", &out.DispatchTimeout, DefaultDispatchTimeout},
+		{"QuarantineTTL", &out.QuarantineTTL, DefaultQuarantineTTL}}
+	floor := out.resolution()
+	for _, d := range durations {
+		if *d.d == 0 {
+			*d.d = d.def
+		}
+		if *d.d < floor || *d.d > MaxDuration {
+			return out, &ConfigError{Field: d.name, Reason: "must be 0 (the default) or between the clock's resolution (" +
+				floor.String() + ") and 1 year, got " + d.d.String()}
+		}
+	}
+	if out.MaxEntries == 0 {
+		out.MaxEntries = DefaultMaxEntries
+	}
+	if out.MaxEntries < 0 {
+		return out, &ConfigError{Field: "MaxEntries", Reason: fmt.Sprintf("must be 0 (the default) or positive, got %d", c.MaxEntries)}
+	}
+	if out.MaxKeyBytes == 0 {
+		out.MaxKeyBytes = DefaultMaxKeyBytes
+	}
+	if out.MaxKeyBytes < 0 {
+		return out, &ConfigError{Field: "MaxKeyBytes", Reason: fmt.Sprintf("must be 0 (the default) or positive, got %d", c.MaxKeyBytes)}
 	}
 	if c.FirstAttempt > MaxFirstAttempt {
 		return out, &ConfigError{Field: "FirstAttempt", Reason: fmt.Sprintf("must be at most 2^63, got %d", c.FirstAttempt)}
@@ -131,7 +178,7 @@ func (c *Config) validate() (Config, error) {
 }
 
 // validateResolution checks c.ClockResolution and sets out's default.
-func validateResolution(c, out *Config) error {
+func validateResolution[T comparable](c, out *Config[T]) error {
 	r := c.ClockResolution
 	switch {
 	case c.Clock != nil:
@@ -182,22 +229,37 @@ func (k EventKind) String() string {
 // may reach it concurrently, from different goroutines; Seq orders all of
 // a coordinator's events: a consumer that queues them elsewhere can restore
 // the order by Seq.
-type Event struct {
+//
+// A binding begins with Committed (an Accepted dispatch in time, or
+// CommitAccepted) or with Resolved whose Outcome is Accepted (a late
+// Accepted, or Resolve(ResolveAccepted)); it ends with Expired, or Removed
+// naming its version (a stale-at-birth binding's Removed follows at once).
+// So an Observer can keep its own per-target counts; Coordinator.Bindings
+// keeps them too.
+type Event[T comparable] struct {
 	Kind EventKind
 	Key  string
 	// Attempt and Generation: the attempt (Committed, RolledBack,
 	// Quarantined, Resolved, QuarantineExpired, QuarantineDropped: its
-	// target's generation moved on) or
-	// the binding version (Expired, and Removed when a binding ends), with
-	// its target's generation.
+	// target's generation moved on) or the binding version (Expired, and
+	// Removed when a binding ends), with its target's generation.
 	Attempt    uint64
 	Generation uint64
 	// Seq is the event's place in the coordinator's sequence (1, 2, ...).
 	Seq uint64
-	// Target is the T value of the target the event concerns: the
-	// attempt's (Committed, RolledBack, Quarantined, Resolved) or the
-	// binding's (Expired, and Removed when a binding ends), so a resolver
-	// of a quarantine needs no Query. It is nil for Reserved,
-	// CapacityRejected and the Removed of a reservation.
-	Target any
+	// Target is the target the event concerns: the attempt's (Committed,
+	// RolledBack, Quarantined, Resolved, QuarantineExpired,
+	// QuarantineDropped) or the binding's (Expired, and Removed when a
+	// binding ends), so a resolver of a quarantine needs no Query. It is
+	// the zero T for Reserved, CapacityRejected and the Removed of a
+	// reservation (HasTarget says which).
+	Target T
+	// HasTarget reports whether Target names a target.
+	HasTarget bool
+	// Outcome is what settled the attempt: Accepted (Committed, and a
+	// Resolved that binds), DefinitelyNotAccepted (RolledBack, and a
+	// Resolved that makes the key absent: a late DefinitelyNotAccepted or
+	// Resolve(ResolveNotAccepted)) or Ambiguous (Quarantined); zero for
+	// the other kinds.
+	Outcome Outcome
 }

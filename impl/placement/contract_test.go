@@ -25,7 +25,7 @@ func dispatchIDs(t *testing.T, c *Coordinator[target], key string, n int) []uint
 		must(t, err)
 		ids = append(ids, d.Attempt())
 		_, err = d.Complete(DefinitelyNotAccepted)
-		must(t, err)
+		wantIs(t, err, ErrNotAccepted)
 	}
 	must(t, r.Cancel())
 	return ids
@@ -61,7 +61,7 @@ func TestContract_AttemptsUniqueAcrossCoordinators(t *testing.T) {
 // up by one per dispatch, CommitAccepted included; the largest allowed
 // value works and one more is refused.
 func TestContract_FirstAttemptPinsIDs(t *testing.T) {
-	c, _ := manual(t, func(c *Config) { c.FirstAttempt = 41 })
+	c, _ := manual(t, func(c *Config[target]) { c.FirstAttempt = 41 })
 	if ids := dispatchIDs(t, c, "s", 2); ids[0] != 41 || ids[1] != 42 {
 		t.Fatalf("ids %v, want [41 42]", ids)
 	}
@@ -72,11 +72,11 @@ func TestContract_FirstAttemptPinsIDs(t *testing.T) {
 	}
 	must(t, l.Release())
 
-	top, _ := manual(t, func(c *Config) { c.FirstAttempt = MaxFirstAttempt })
+	top, _ := manual(t, func(c *Config[target]) { c.FirstAttempt = MaxFirstAttempt })
 	if ids := dispatchIDs(t, top, "s", 2); ids[0] != MaxFirstAttempt || ids[1] != MaxFirstAttempt+1 {
 		t.Fatalf("ids %v from MaxFirstAttempt", ids)
 	}
-	_, err = New[target](Config{IdleTTL: MinDuration, ReserveTimeout: MinDuration, DispatchTimeout: MinDuration, MaxEntries: 1, MaxKeyBytes: 1,
+	_, err = New[target](Config[target]{MaxEntries: 1, MaxKeyBytes: 1,
 		Clock: NewManualClock(0), FirstAttempt: MaxFirstAttempt + 1})
 	var ce *ConfigError
 	if !errors.As(err, &ce) || ce.Field != "FirstAttempt" {
@@ -100,15 +100,15 @@ func TestContract_RandomFirstAttempt(t *testing.T) {
 	}
 }
 
-// An *AmbiguousError and every Quarantined event carry the quarantined
+// An *AmbiguousError[target] and every Quarantined event carry the quarantined
 // attempt's target, however the key was quarantined (Complete(Ambiguous),
 // Drop, a dispatch timeout found lazily or by a sweep); the events of an
 // attempt or a binding carry its target, the others none.
 func TestContract_QuarantineCarriesTarget(t *testing.T) {
 	var rec recorder
-	c, clk := manual(t, func(c *Config) { c.Observer = rec.observe })
+	c, clk := manual(t, func(c *Config[target]) { c.Observer = rec.observe })
 	quarantine := map[string]func(d *Dispatch[target]){
-		"ambiguous": func(d *Dispatch[target]) { _, err := d.Complete(Ambiguous); must(t, err) },
+		"ambiguous": func(d *Dispatch[target]) { _, err := d.Complete(Ambiguous); wantIs(t, err, ErrAmbiguous) },
 		"drop":      func(d *Dispatch[target]) { d.Drop() },
 		"lazy timeout": func(*Dispatch[target]) {
 			jump(clk, 5*time.Second)
@@ -120,9 +120,9 @@ func TestContract_QuarantineCarriesTarget(t *testing.T) {
 		must(t, err)
 		q(d)
 		_, err = c.TryAcquire("s")
-		var ae *AmbiguousError
+		var ae *AmbiguousError[target]
 		if !errors.As(err, &ae) || ae.Target != w2 || ae.Attempt != d.Attempt() {
-			t.Fatalf("%s: %v, want an *AmbiguousError naming target %v", name, err, w2)
+			t.Fatalf("%s: %v, want an *AmbiguousError[target] naming target %v", name, err, w2)
 		}
 		if !strings.Contains(err.Error(), fmt.Sprint(w2)) {
 			t.Errorf("%s: the error text %q does not name the target", name, err)
@@ -140,7 +140,7 @@ func TestContract_QuarantineCarriesTarget(t *testing.T) {
 				t.Errorf("%v event of attempt %d has target %v, want %v", ev.Kind, ev.Attempt, ev.Target, w2)
 			}
 		case EventReserved:
-			if ev.Target != nil {
+			if ev.HasTarget {
 				t.Errorf("Reserved event with target %v", ev.Target)
 			}
 		}
@@ -153,12 +153,12 @@ func TestContract_QuarantineCarriesTarget(t *testing.T) {
 // The events of a binding's life carry its target; a reservation's none.
 func TestContract_EventsCarryTarget(t *testing.T) {
 	var rec recorder
-	c, clk := manual(t, func(c *Config) { c.Observer = rec.observe })
+	c, clk := manual(t, func(c *Config[target]) { c.Observer = rec.observe })
 	r := reserve(t, c, "s")
 	d, err := r.BeginDispatch(w1, 1)
 	must(t, err)
 	_, err = d.Complete(DefinitelyNotAccepted) // RolledBack
-	must(t, err)
+	wantIs(t, err, ErrNotAccepted)
 	d, err = r.BeginDispatch(w2, 1)
 	must(t, err)
 	l, err := d.Complete(Accepted) // Committed
@@ -171,8 +171,19 @@ func TestContract_EventsCarryTarget(t *testing.T) {
 		EventReserved, EventCommitted, EventRemoved)
 	want := []any{nil, w1, w2, w2, nil, nil, nil, w1, w1}
 	for i, ev := range rec.evs {
-		if ev.Target != want[i] {
-			t.Errorf("event %d (%v) has target %v, want %v", i, ev.Kind, ev.Target, want[i])
+		if got := any(nil); ev.HasTarget {
+			got = ev.Target
+			if got != want[i] {
+				t.Errorf("event %d (%v) has target %v, want %v", i, ev.Kind, got, want[i])
+			}
+		} else if want[i] != nil || ev.Target != (target{}) {
+			t.Errorf("event %d (%v) has no target (%v), want %v", i, ev.Kind, ev.Target, want[i])
+		}
+	}
+	outcomes := []Outcome{0, DefinitelyNotAccepted, Accepted, 0, 0, 0, 0, Accepted, 0}
+	for i, ev := range rec.evs {
+		if ev.Outcome != outcomes[i] {
+			t.Errorf("event %d (%v) has outcome %v, want %v", i, ev.Kind, ev.Outcome, outcomes[i])
 		}
 	}
 }
@@ -182,9 +193,9 @@ func TestContract_EventsCarryTarget(t *testing.T) {
 // absent, holds no slot and can be reserved again.
 func wantStaleAtBirth(t *testing.T, c *Coordinator[target], err error, attempt uint64, what string) {
 	t.Helper()
-	var gm *GenerationMovedError
+	var gm *GenerationMovedError[target]
 	if !errors.Is(err, ErrStaleAtBirth) || !errors.As(err, &gm) {
-		t.Fatalf("%s: %v, want a *GenerationMovedError matching ErrStaleAtBirth", what, err)
+		t.Fatalf("%s: %v, want a *GenerationMovedError[target] matching ErrStaleAtBirth", what, err)
 	}
 	if gm.Key != "s" || gm.Attempt != attempt || gm.Target != w1 || gm.Generation != 1 || gm.CurrentGeneration != 2 {
 		t.Fatalf("%s: %+v, want key s, attempt %d, target %v, generations 1 and 2", what, gm, attempt, w1)
@@ -197,9 +208,10 @@ func wantStaleAtBirth(t *testing.T, c *Coordinator[target], err error, attempt u
 
 // A commit whose target's generation moved on since the dispatch says so:
 // Complete(Accepted) in time and a CommitAccepted raced by a Bump return an
-// error matching ErrStaleAtBirth, and a lease returned with it is released
-// without error. A quarantined attempt is dropped when its target's
-// generation moves on, so a late result or a Resolve is refused instead.
+// error matching ErrStaleAtBirth and no lease (a lease comes only with a nil
+// error: the request holds nothing). A quarantined attempt is dropped when
+// its target's generation moves on, so a late result or a Resolve is
+// refused instead.
 func TestContract_StaleAtBirthIsReported(t *testing.T) {
 	c, _ := manual(t)
 
@@ -208,11 +220,12 @@ func TestContract_StaleAtBirthIsReported(t *testing.T) {
 	c.BumpGeneration(w1)
 	l, err := d.Complete(Accepted)
 	wantStaleAtBirth(t, c, err, d.Attempt(), "Complete(Accepted)")
-	if l.Version() != d.Attempt() || l.Target() != w1 {
-		t.Fatalf("the lease names version %d target %v", l.Version(), l.Target())
+	if l != (Lease[target]{}) {
+		t.Fatalf("a lease (version %d) came with the error", l.Version())
 	}
-	must(t, l.Release())
-	wantUsed(t, l.Release(), "second release of a stale-at-birth lease")
+	if err := l.Release(); !errors.Is(err, ErrInvalidArgument) {
+		t.Fatalf("releasing the zero lease: %v", err)
+	}
 
 	c, clk := manual(t)
 	d, err = reserve(t, c, "s").BeginDispatch(w1, 1)
@@ -237,12 +250,14 @@ func TestContract_StaleAtBirthIsReported(t *testing.T) {
 		t.Fatalf("Resolve(ResolveAccepted) after a bump: %v, want ErrNotQuarantined", err)
 	}
 
-	c, _ = manual(t, func(c *Config) { c.FirstAttempt = 7 })
+	c, _ = manual(t, func(c *Config[target]) { c.FirstAttempt = 7 })
 	c.testBeforeBind = func() { c.BumpGeneration(w1) } // a Bump racing the call
 	l, err = reserve(t, c, "s").CommitAccepted(w1, 1)
 	c.testBeforeBind = nil
 	wantStaleAtBirth(t, c, err, 7, "CommitAccepted")
-	must(t, l.Release())
+	if l != (Lease[target]{}) {
+		t.Fatalf("CommitAccepted: a lease (version %d) came with the error", l.Version())
+	}
 
 	// Without a Bump, the same commits return no error.
 	c, _ = manual(t)
@@ -258,7 +273,7 @@ func TestContract_StaleAtBirthIsReported(t *testing.T) {
 // the requests hold can still be ended; Query and Stats still read.
 func TestContract_CloseFencesEverything(t *testing.T) {
 	var rec recorder
-	c, clk := manual(t, func(c *Config) { c.MaxEntries = 8; c.Observer = rec.observe })
+	c, clk := manual(t, func(c *Config[target]) { c.MaxEntries = 8; c.Observer = rec.observe })
 	late, err := reserve(t, c, "late").BeginDispatch(w1, 1)
 	must(t, err)
 	must(t, clk.AdvanceBy(5*time.Second)) // DispatchTimeout: quarantined, a late result may come
@@ -330,7 +345,7 @@ func TestContract_CloseFencesEverything(t *testing.T) {
 	must(t, committer.Cancel())
 	reads("reserved", StateAbsent)
 	_, err = rollback.Complete(DefinitelyNotAccepted)
-	must(t, err)
+	wantIs(t, err, ErrNotAccepted)
 	reads("rollback", StateReserved)
 	must(t, rollback.Reservation().Cancel())
 	must(t, lease.Release())
@@ -425,7 +440,7 @@ func TestContract_DoneEndsDispatches(t *testing.T) {
 	must(t, err)
 	got := waiter(c, "s")
 	_, err = d.Complete(DefinitelyNotAccepted)
-	must(t, err)
+	wantIs(t, err, ErrNotAccepted)
 	a.Done()
 	promptly(t, got, "DefinitelyNotAccepted then Done").Done()
 	if s := c.Stats(); s.Live != 1 {
@@ -519,7 +534,7 @@ func TestContract_DoneAfterClose(t *testing.T) {
 // expired, stale and timed-out entries have been swept yet, and the keys
 // quarantined now; Query gives an idle binding's deadline.
 func TestContract_StatsAndIdleDeadlineAreTruthful(t *testing.T) {
-	c, clk := manual(t, func(c *Config) { c.MaxEntries = 16 })
+	c, clk := manual(t, func(c *Config[target]) { c.MaxEntries = 16 })
 	must(t, bind(t, c, "expired", w1).Release()) // idle deadline 10s
 	reserve(t, c, "timed-out")                   // deadline 5s
 	_, err := reserve(t, c, "late").BeginDispatch(w1, 1)

@@ -15,7 +15,7 @@ import (
 // and data-parallel rank). It is safe for concurrent use. Build it with New
 // and stop its background work with Close.
 type Coordinator[T comparable] struct {
-	cfg             Config
+	cfg             Config[T]
 	ttl             int64
 	reserveTimeout  int64
 	dispatchTimeout int64
@@ -63,21 +63,25 @@ type Coordinator[T comparable] struct {
 	// testBeforeBind, when set by tests, runs right before a commit reads
 	// its target's generation (with the entry's lock held).
 	testBeforeBind func()
+	// testWalkEntry, when set by tests, runs before Quarantined locks each
+	// entry of its walk (with no lock held).
+	testWalkEntry func()
 }
 
-// New returns a coordinator for cfg. With a runtime clock (cfg.Clock nil) it
-// starts a reaper goroutine with cadence min(IdleTTL, ReserveTimeout,
+// New returns a coordinator for cfg (a zero Config gives the defaults, so
+// New(Config[Worker]{}) is a working coordinator of Worker targets). With a
+// runtime clock (cfg.Clock nil) it starts a reaper goroutine with cadence min(IdleTTL, ReserveTimeout,
 // DispatchTimeout, QuarantineTTL, 30s), and, unless cfg.ClockResolution is
 // PreciseClock, attaches to the process's coarse clock (starting its shared
 // ticker if no other coordinator runs it; see the package's Time section);
 // with a *ManualClock it starts none and reclaims on every Advance.
-func New[T comparable](cfg Config) (*Coordinator[T], error) {
+func New[T comparable](cfg Config[T]) (*Coordinator[T], error) {
 	return newCoordinator[T](cfg, processClock)
 }
 
 // newCoordinator is New with the coarse clock coarse (tests pass their
 // own, with a tick source they drive).
-func newCoordinator[T comparable](cfg Config, coarse *coarseClock) (*Coordinator[T], error) {
+func newCoordinator[T comparable](cfg Config[T], coarse *coarseClock) (*Coordinator[T], error) {
 	v, err := cfg.validate()
 	if err != nil {
 		return nil, err
@@ -340,7 +344,7 @@ func (c *Coordinator[T]) acquireSlow(ctx context.Context, key string, wait bool)
 			// Close came after the entry was found or created: an absent
 			// entry this call may have linked must not stay in the table.
 			if e.st == stAbsent {
-				c.removeLocked(e, Event{}, nil)
+				c.removeLocked(e, Event[T]{}, nil)
 			}
 			e.mu.Unlock()
 			return Acquisition[T]{}, c.leaveClosed(we, w)
@@ -382,7 +386,7 @@ func (c *Coordinator[T]) acquireSlow(ctx context.Context, key string, wait bool)
 					continue
 				}
 				c.stats.expirations.Add(1)
-				c.emitLocked(Event{Kind: EventExpired, Key: key, Attempt: b.version, Generation: b.gen}, &b.target)
+				c.emitLocked(Event[T]{Kind: EventExpired, Key: key, Attempt: b.version, Generation: b.gen}, &b.target)
 			} else {
 				b.kill()
 				c.emitLocked(removedEvent(b), &b.target)
@@ -410,9 +414,10 @@ func (c *Coordinator[T]) acquireSlow(ctx context.Context, key string, wait bool)
 				return Acquisition[T]{Reservation: r}, nil
 			}
 			e.leaveLocked(w)
-			err := &AmbiguousError{Key: key, Attempt: e.p.attempt, Generation: e.p.tgen, Target: e.p.target}
+			err := &AmbiguousError[T]{Key: key, Attempt: e.p.attempt, Generation: e.p.tgen, Target: e.p.target}
 			if mutant("AmbiguousWithoutTarget") {
-				err.Target = nil
+				var zero T
+				err.Target = zero
 			}
 			e.mu.Unlock()
 			return Acquisition[T]{}, err
@@ -424,14 +429,14 @@ func (c *Coordinator[T]) acquireSlow(ctx context.Context, key string, wait bool)
 					// fresh entry leaves the table meanwhile, so nothing
 					// (a Close, say) can strand it there; the next round
 					// links a new one.
-					c.removeLocked(e, Event{}, nil)
+					c.removeLocked(e, Event[T]{}, nil)
 					e.mu.Unlock()
 					c.sweep(now)
 					swept = true
 					continue
 				}
 				c.stats.capacity.Add(1)
-				c.removeLocked(e, Event{Kind: EventCapacityRejected, Key: key}, nil)
+				c.removeLocked(e, Event[T]{Kind: EventCapacityRejected, Key: key}, nil)
 				e.mu.Unlock()
 				return Acquisition[T]{}, &CapacityError{MaxEntries: c.cfg.MaxEntries}
 			}
@@ -486,7 +491,7 @@ func (c *Coordinator[T]) leaveClosed(e *entry[T], w *waiting[T]) error {
 	e.mu.Lock()
 	e.leaveLocked(w)
 	if r := w.resv; r != nil && !e.removed && e.st == stReserved && e.p.resv == r {
-		c.removeLocked(e, Event{Kind: EventRemoved, Key: e.key}, nil)
+		c.removeLocked(e, Event[T]{Kind: EventRemoved, Key: e.key}, nil)
 	}
 	e.mu.Unlock()
 	return ErrClosed
@@ -524,7 +529,7 @@ func (c *Coordinator[T]) reserveLocked(e *entry[T], now int64) *Reservation[T] {
 	e.st, e.p = stReserved, &pending[T]{resv: r, deadline: d, resDeadline: d}
 	c.noteDeadline(e.p.deadline)
 	c.stats.reservations.Add(1)
-	c.emitLocked(Event{Kind: EventReserved, Key: e.key}, nil)
+	c.emitLocked(Event[T]{Kind: EventReserved, Key: e.key}, nil)
 	return r
 }
 
@@ -534,7 +539,7 @@ func (c *Coordinator[T]) reserveLocked(e *entry[T], now int64) *Reservation[T] {
 // report events of its own, and they must come after this one. If requests
 // wait on the key (and the coordinator is open), the longest waiter is
 // handed the key instead: the entry stays, reserved for it, with its slot.
-func (c *Coordinator[T]) removeLocked(e *entry[T], ev Event, target *T) {
+func (c *Coordinator[T]) removeLocked(e *entry[T], ev Event[T], target *T) {
 	if e.removed {
 		return
 	}
@@ -573,12 +578,13 @@ func (c *Coordinator[T]) removeLocked(e *entry[T], ev Event, target *T) {
 func (c *Coordinator[T]) timeoutsLocked(e *entry[T], now int64) {
 	switch {
 	case e.st == stReserved && e.p.deadline <= now:
-		c.removeLocked(e, Event{Kind: EventRemoved, Key: e.key}, nil)
+		c.removeLocked(e, Event[T]{Kind: EventRemoved, Key: e.key}, nil)
 	case e.st == stDispatching && e.p.deadline <= now:
 		// QuarantineTTL counts from the dispatch's deadline, however late
 		// this access applies the timeout.
 		c.quarantineLocked(e, e.p.deadline)
-		c.emitLocked(Event{Kind: EventQuarantined, Key: e.key, Attempt: e.p.attempt, Generation: e.p.tgen}, quarantinedTarget(e))
+		c.emitLocked(Event[T]{Kind: EventQuarantined, Key: e.key, Attempt: e.p.attempt, Generation: e.p.tgen, Outcome: Ambiguous},
+			quarantinedTarget(e))
 	}
 	if e.st == stQuarantined && !e.removed {
 		switch {
@@ -586,7 +592,7 @@ func (c *Coordinator[T]) timeoutsLocked(e *entry[T], now int64) {
 			c.dropQuarantineLocked(e)
 		case e.p.deadline <= now && !mutant("QuarantineNeverExpires"):
 			c.stats.quarantineExpirations.Add(1)
-			c.removeLocked(e, Event{Kind: EventQuarantineExpired, Key: e.key, Attempt: e.p.attempt, Generation: e.p.tgen}, quarantinedTarget(e))
+			c.removeLocked(e, Event[T]{Kind: EventQuarantineExpired, Key: e.key, Attempt: e.p.attempt, Generation: e.p.tgen}, quarantinedTarget(e))
 		}
 	}
 }
@@ -595,7 +601,7 @@ func (c *Coordinator[T]) timeoutsLocked(e *entry[T], now int64) {
 // moved on (the spec's DropStale of a quarantine).
 func (c *Coordinator[T]) dropQuarantineLocked(e *entry[T]) {
 	c.stats.quarantinesDropped.Add(1)
-	c.removeLocked(e, Event{Kind: EventQuarantineDropped, Key: e.key, Attempt: e.p.attempt, Generation: e.p.tgen}, quarantinedTarget(e))
+	c.removeLocked(e, Event[T]{Kind: EventQuarantineDropped, Key: e.key, Attempt: e.p.attempt, Generation: e.p.tgen}, quarantinedTarget(e))
 }
 
 // commitGen is the one reading of the target's generation that a commit of
@@ -689,9 +695,13 @@ func (c *Coordinator[T]) noteCount() uint64 {
 
 // sweep reclaims the whole table at time now: Expire (idle past the
 // deadline), DropStale (generation moved on, for bindings and quarantines),
-// QuarantineExpire, ReservationTimeout and DispatchTimeout. The reaper, a manual clock's Advance and a full table's
-// capacity path call it. It locks one entry at a time.
-func (c *Coordinator[T]) sweep(now int64) {
+// QuarantineExpire, ReservationTimeout and DispatchTimeout. The reaper, a
+// manual clock's Advance, a full table's capacity path and Stats call it.
+// It locks one entry at a time; visit, if set, sees each entry after its
+// reclaim, still under its lock (see reclaimEntry).
+func (c *Coordinator[T]) sweep(now int64) { c.sweepVisit(now, nil) }
+
+func (c *Coordinator[T]) sweepVisit(now int64, visit func(e *entry[T], w0 uint64)) {
 	epoch := c.catalog.epoch.Load()
 	// nextExpiry keeps its old, conservative value while the scan runs: a
 	// capacity check meanwhile must not conclude that nothing expired just
@@ -701,41 +711,59 @@ func (c *Coordinator[T]) sweep(now int64) {
 	notes := c.noteCount()
 	earliest := int64(math.MaxInt64)
 	c.table.each(func(e *entry[T]) bool {
-		e.mu.Lock()
-		c.timeoutsLocked(e, now)
-		switch e.st {
-		case stReserved, stDispatching, stQuarantined:
-			earliest = min(earliest, e.p.deadline)
-		case stBound:
-			b := e.bound.Load()
-			switch {
-			case b.stale():
-				c.removeBindingLocked(e, b)
-			case b.killIfExpired(now):
-				c.expiredLocked(e, b)
-			default:
-				if w := b.word.Load(); leases(w) == 0 {
-					earliest = min(earliest, b.deadline.Load())
-				}
-			}
-		}
-		e.mu.Unlock()
+		earliest = min(earliest, c.reclaimEntry(e, now, visit))
 		return true
 	})
 	c.publishHint(earliest, notes)
 	c.sweptEpoch.Store(epoch)
 }
 
+// reclaimEntry applies every deadline of e that has passed at now (and the
+// generation fence), then calls visit with e and its binding's word as it
+// was before (deadBit if it had none), all under e's lock (released on
+// every path, a panic's too). It returns e's earliest deadline still ahead
+// (math.MaxInt64 if none).
+func (c *Coordinator[T]) reclaimEntry(e *entry[T], now int64, visit func(e *entry[T], w0 uint64)) int64 {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	earliest := int64(math.MaxInt64)
+	w0 := uint64(deadBit)
+	if b := e.bound.Load(); b != nil && visit != nil {
+		w0 = b.word.Load()
+	}
+	c.timeoutsLocked(e, now)
+	switch e.st {
+	case stReserved, stDispatching, stQuarantined:
+		earliest = e.p.deadline
+	case stBound:
+		b := e.bound.Load()
+		switch {
+		case b.stale():
+			c.removeBindingLocked(e, b)
+		case b.killIfExpired(now):
+			c.expiredLocked(e, b)
+		default:
+			if w := b.word.Load(); leases(w) == 0 {
+				earliest = b.deadline.Load()
+			}
+		}
+	}
+	if visit != nil {
+		visit(e, w0)
+	}
+	return earliest
+}
+
 // expiredLocked removes e, whose binding b the caller has just killed as
 // expired (killIfExpired), and reports it.
 func (c *Coordinator[T]) expiredLocked(e *entry[T], b *binding[T]) {
 	c.stats.expirations.Add(1)
-	c.removeLocked(e, Event{Kind: EventExpired, Key: e.key, Attempt: b.version, Generation: b.gen}, &b.target)
+	c.removeLocked(e, Event[T]{Kind: EventExpired, Key: e.key, Attempt: b.version, Generation: b.gen}, &b.target)
 }
 
 // removedEvent reports that binding b left the table (not by expiry).
-func removedEvent[T comparable](b *binding[T]) Event {
-	return Event{Kind: EventRemoved, Key: b.e.key, Attempt: b.version, Generation: b.gen}
+func removedEvent[T comparable](b *binding[T]) Event[T] {
+	return Event[T]{Kind: EventRemoved, Key: b.e.key, Attempt: b.version, Generation: b.gen}
 }
 
 // removeBindingLocked removes e, whose binding b ends (not by expiry), and
@@ -765,18 +793,30 @@ func (c *Coordinator[T]) publishHint(earliest int64, notesAtStart uint64) {
 }
 
 // emitLocked reports ev to the Observer, with *target (if target is not
-// nil) as its Target: the target is boxed only when an Observer is there.
-// Callers hold the lock of ev.Key's entry, so one key's events reach the
-// Observer in the order its changes happened; Seq orders them across keys
-// (see Event).
-func (c *Coordinator[T]) emitLocked(ev Event, target *T) {
+// nil) as its Target. Callers hold the lock of ev.Key's entry, so one key's
+// events reach the Observer in the order its changes happened; Seq orders
+// them across keys (see Event). A panic in the Observer is recovered and
+// counted (see Config.Observer): the caller's change goes on.
+func (c *Coordinator[T]) emitLocked(ev Event[T], target *T) {
 	if c.cfg.Observer == nil {
 		return
 	}
 	if target != nil {
-		ev.Target = *target
+		ev.Target, ev.HasTarget = *target, true
 	}
 	ev.Seq = c.eventSeq.Add(1)
+	c.observe(ev)
+}
+
+// observe calls the Observer, recovering (and counting) a panic in it.
+func (c *Coordinator[T]) observe(ev Event[T]) {
+	if !mutant("ObserverPanicEscapes") {
+		defer func() {
+			if recover() != nil {
+				c.stats.observerPanics.Add(1)
+			}
+		}()
+	}
 	c.cfg.Observer(ev)
 }
 
@@ -855,12 +895,16 @@ func (c *Coordinator[T]) Resolve(key string, attempt, generation uint64, res Res
 		return ErrNotQuarantined
 	}
 	c.stats.resolutions.Add(1)
-	c.emitLocked(Event{Kind: EventResolved, Key: key, Attempt: attempt, Generation: generation}, &e.p.target)
+	o := DefinitelyNotAccepted
+	if res == ResolveAccepted {
+		o = Accepted
+	}
+	c.emitLocked(Event[T]{Kind: EventResolved, Key: key, Attempt: attempt, Generation: generation, Outcome: o}, &e.p.target)
 	if res == ResolveAccepted {
 		_, err := c.bindLocked(e, 0, now, cur)
 		return err
 	}
-	c.removeLocked(e, Event{}, nil)
+	c.removeLocked(e, Event[T]{}, nil)
 	return nil
 }
 
@@ -888,13 +932,14 @@ func (c *Coordinator[T]) bindLocked(e *entry[T], n uint64, now int64, cur uint64
 		if mutant("StaleAtBirthSilent") {
 			return b, nil
 		}
-		return b, &GenerationMovedError{Key: e.key, Attempt: b.version, Target: b.target, Generation: b.gen,
+		return b, &GenerationMovedError[T]{Key: e.key, Attempt: b.version, Target: b.target, Generation: b.gen,
 			CurrentGeneration: cur}
 	}
 	b.word.Store(n)
 	if n == 0 {
 		c.noteDeadline(d)
 	}
+	b.slot.counted(b)
 	e.bound.Store(b)
 	e.st, e.p = stBound, nil
 	e.notifyLocked()
@@ -941,12 +986,29 @@ func (c *Coordinator[T]) InvalidateKey(key string) (bool, error) {
 			// unchanged since that reading. Removing it is one swap that
 			// a concurrent hit makes fail.
 			if b.word.CompareAndSwap(w, w|deadBit) {
-				c.stats.deadHits.Add(hitsOf(w))
+				b.died(w)
 				c.removeBindingLocked(e, b)
 				return true, nil
 			}
 		}
 	}
+}
+
+// Bindings returns how many sessions are bound to target at its current
+// generation: bindings committed (or resolved Accepted) and not yet ended,
+// kept as one counter per target, so it costs a lookup and an atomic load
+// and suits a least-loaded placement policy on every new session. A
+// binding leaves the count when it ends: released by its session's final
+// request, invalidated, or reclaimed once idle past its deadline (an
+// expired binding counts until something reclaims it: an access to its
+// key, the reaper's next sweep, Stats). A bump starts the new generation
+// at zero: the old generation's bindings are all stale.
+func (c *Coordinator[T]) Bindings(target T) int {
+	s, ok := c.catalog.lookup(target)
+	if !ok {
+		return 0
+	}
+	return int(s.bound.Load().n.Load())
 }
 
 // Generation returns target's current generation (1 for a target never

@@ -1,6 +1,10 @@
 package placement
 
-import "fmt"
+import (
+	"context"
+	"fmt"
+	"time"
+)
 
 // Outcome is what a dispatcher learned about its attempt.
 type Outcome uint8
@@ -83,7 +87,7 @@ func (r *Reservation[T]) Cancel() error {
 	if !r.heldLocked(r.c.now()) {
 		return ErrReservationLost
 	}
-	r.c.removeLocked(e, Event{Kind: EventRemoved, Key: e.key}, nil)
+	r.c.removeLocked(e, Event[T]{Kind: EventRemoved, Key: e.key}, nil)
 	return nil
 }
 
@@ -137,7 +141,11 @@ func (r *Reservation[T]) BeginDispatch(target T, generation uint64) (*Dispatch[T
 		return nil, ErrClosed
 	}
 	now := c.now() // read once, under the lock: the operation happens at now
-	if !r.heldLocked(now) {
+	held := r.heldLocked(now)
+	if !held && mutant("DispatchesLostReservation") && !e.removed && e.st == stReserved {
+		held = true // the bug: another request's reservation of the key is taken as this one's
+	}
+	if !held {
 		return nil, ErrReservationLost
 	}
 	if cur := slot.gen.Load(); generation != cur {
@@ -147,11 +155,17 @@ func (r *Reservation[T]) BeginDispatch(target T, generation uint64) (*Dispatch[T
 }
 
 func (c *Coordinator[T]) dispatchLocked(e *entry[T], r *Reservation[T], target T, slot *targetSlot[T], gen uint64, now int64) *Dispatch[T] {
-	d := &Dispatch[T]{c: c, e: e, r: r, attempt: c.attempts.Add(1), target: target, gen: gen}
+	d := &Dispatch[T]{c: c, e: e, r: r, attempt: c.attempts.Add(1), target: target, gen: gen,
+		deadline: now + c.dispatchTimeout}
 	r.d = d
 	e.st = stDispatching
 	e.p.attempt, e.p.target, e.p.slot, e.p.tgen = d.attempt, target, slot, gen
-	e.p.deadline = now + c.dispatchTimeout
+	e.p.deadline = d.deadline
+	if !mutant("DispatchDeadlineUnnoted") {
+		// The dispatch may time out (and its quarantine end) before the
+		// reservation's deadline: a full table must know to sweep then.
+		c.noteDeadline(e.p.deadline)
+	}
 	e.notifyLocked()
 	return d
 }
@@ -164,11 +178,11 @@ func (c *Coordinator[T]) dispatchLocked(e *entry[T], r *Reservation[T], target T
 // A generation that is not target's current one is refused with a
 // *FencedError. If target is bumped after that check and before the
 // binding is made (a Bump racing the call), the binding is stale at birth:
-// CommitAccepted returns the lease together with a *GenerationMovedError
-// (matching ErrStaleAtBirth); the key reads as absent, and the lease stays
-// valid to end (Release returns nil). After the coordinator's Close it
-// returns ErrClosed and the reservation is kept (Cancel or Done gives it
-// up).
+// CommitAccepted returns a zero Lease and a *GenerationMovedError
+// (matching ErrStaleAtBirth), and the key reads as absent. As everywhere
+// in this package, a Lease is returned only with a nil error, and then it
+// is a lease on a live binding. After the coordinator's Close it returns
+// ErrClosed and the reservation is kept (Cancel or Done gives it up).
 func (r *Reservation[T]) CommitAccepted(target T, generation uint64) (Lease[T], error) {
 	c, e := r.c, r.e
 	slot := c.catalog.slot(target)
@@ -186,10 +200,22 @@ func (r *Reservation[T]) CommitAccepted(target T, generation uint64) (Lease[T], 
 	}
 	d := c.dispatchLocked(e, r, target, slot, generation, now)
 	d.used = true
-	c.emitLocked(Event{Kind: EventCommitted, Key: e.key, Attempt: d.attempt, Generation: generation}, &e.p.target)
-	b, err := c.bindLocked(e, 1, now, c.commitGen(e))
+	c.emitLocked(Event[T]{Kind: EventCommitted, Key: e.key, Attempt: d.attempt, Generation: generation, Outcome: Accepted},
+		&e.p.target)
+	return c.commitLocked(e, r, now, c.commitGen(e))
+}
+
+// commitLocked binds e's attempt with the dispatcher's lease (see
+// bindLocked) and hands the lease to r's holder. A binding stale at birth
+// is born dead: its lease is never handed out (it would act on nothing),
+// and the *GenerationMovedError comes alone.
+func (c *Coordinator[T]) commitLocked(e *entry[T], r *Reservation[T], now int64, cur uint64) (Lease[T], error) {
+	b, err := c.bindLocked(e, 1, now, cur)
+	if err != nil {
+		return Lease[T]{}, err
+	}
 	r.lease = c.newLease(b)
-	return r.lease, err
+	return r.lease, nil
 }
 
 // Dispatch is the guard of one dispatch attempt. Complete it with the
@@ -202,7 +228,10 @@ type Dispatch[T comparable] struct {
 	attempt uint64
 	target  T
 	gen     uint64
-	used    bool // guarded by e.mu
+	// deadline is when the dispatch times out (BeginDispatch's reading
+	// plus DispatchTimeout), on the coordinator's clock.
+	deadline int64
+	used     bool // guarded by e.mu
 }
 
 // Attempt returns the attempt id, which a router may send to the target as
@@ -228,24 +257,58 @@ func (d *Dispatch[T]) Generation() uint64 { return d.gen }
 // DefinitelyNotAccepted outcome it is held again.
 func (d *Dispatch[T]) Reservation() *Reservation[T] { return d.r }
 
-// Complete reports the attempt's outcome.
+// Deadline returns when the dispatch times out, on the coordinator's clock
+// (Coordinator.Now's timeline): the time BeginDispatch read plus
+// DispatchTimeout. If no outcome is reported by then, the key is
+// quarantined, as if Complete(Ambiguous) had been called at the deadline.
+func (d *Dispatch[T]) Deadline() time.Duration { return time.Duration(d.deadline) }
+
+// Remaining returns how long the dispatch has left before its deadline, on
+// the coordinator's clock (zero once the deadline has passed).
+func (d *Dispatch[T]) Remaining() time.Duration {
+	return max(0, time.Duration(d.deadline-d.c.now()))
+}
+
+// Context returns a copy of parent for the upstream call that forwards
+// this dispatch: with the default clock (or PreciseClock) it is done when
+// the dispatch's deadline passes (after Remaining, or earlier if parent's
+// own deadline is), so a router sizes its upstream timeout to the
+// dispatch and reports Ambiguous when it fires. With a ManualClock the
+// coordinator's time is the simulation's, not the wall clock's, so no
+// deadline is added: the host times dispatches out by advancing its clock.
+// Call the returned cancel when the call ends, as with context.WithTimeout.
+func (d *Dispatch[T]) Context(parent context.Context) (context.Context, context.CancelFunc) {
+	if d.c.manual != nil {
+		return context.WithCancel(parent)
+	}
+	return context.WithTimeout(parent, d.Remaining())
+}
+
+// Complete reports the attempt's outcome. It returns a Lease only with a
+// nil error: a lease on the session's live binding, which the request ends
+// (Release, or Done). Every other answer is an error that says what the
+// key is now, and the request then holds no lease:
 //
-//   - Accepted commits the binding and returns the dispatcher's lease; if the
-//     key was quarantined for this attempt (timeout), the late result settles it.
-//     If the target's generation moved on since BeginDispatch (in time or
-//     late), the binding is stale at birth: it reads as absent and the next
-//     Acquire reserves the key again. Complete then returns the lease
-//     together with a *GenerationMovedError (matching ErrStaleAtBirth); the
-//     lease stays valid to end (Release returns nil) and the request may
+//   - Accepted commits the binding (nil error); if the key was quarantined
+//     for this attempt (the dispatch timed out), the late result settles
+//     it. If the target's generation moved on since BeginDispatch (in time
+//     or late), the binding is stale at birth: the key reads as absent and
+//     the next Acquire reserves it again. Complete then returns a
+//     *GenerationMovedError (matching ErrStaleAtBirth); the request may
 //     still use the target's answer, but the session is not bound.
-//   - DefinitelyNotAccepted returns the reservation to its holder (see
-//     Reservation), with the deadline it was reserved with (retries do not
-//     extend it); a late one settles a quarantine to absent.
-//   - Ambiguous quarantines the key.
+//   - DefinitelyNotAccepted returns ErrNotAccepted: the reservation is held
+//     again (with the deadline it was reserved with: retries do not extend
+//     it), to dispatch again, to another target, or Cancel. A late one (the
+//     dispatch had timed out into a quarantine) settles the quarantine to
+//     absent; the reservation is then gone (BeginDispatch answers
+//     ErrReservationLost).
+//   - Ambiguous quarantines the key and returns an *AmbiguousError naming
+//     the quarantined attempt (matching ErrAmbiguous); so does a late
+//     Ambiguous, which changes nothing.
 //
-// DefinitelyNotAccepted and Ambiguous return a zero Lease and a nil error:
-// test the outcome you reported, not the error, to tell them apart.
 // An attempt that is no longer current is fenced: a *FencedError, no change.
+// A second Complete of the guard returns ErrUsed; an unknown outcome
+// ErrInvalidArgument.
 //
 // After the coordinator's Close nothing is committed or settled: Accepted,
 // and a late DefinitelyNotAccepted, return ErrClosed and change nothing,
@@ -288,7 +351,8 @@ func (d *Dispatch[T]) Complete(o Outcome) (Lease[T], error) {
 	}
 	defer e.mu.Unlock()
 	late := e.st == stQuarantined
-	ev := Event{Key: e.key, Attempt: d.attempt, Generation: d.gen}
+	ev := Event[T]{Key: e.key, Attempt: d.attempt, Generation: d.gen, Outcome: o}
+	ambiguous := &AmbiguousError[T]{Key: e.key, Attempt: d.attempt, Generation: d.gen, Target: d.target}
 	switch {
 	case o == Accepted:
 		cur := c.commitGen(e)
@@ -298,14 +362,13 @@ func (d *Dispatch[T]) Complete(o Outcome) (Lease[T], error) {
 			c.dropQuarantineLocked(e)
 			return Lease[T]{}, &FencedError{Attempt: d.attempt, Generation: d.gen}
 		}
-		if late {
-			c.stats.resolutions.Add(1)
-		}
 		ev.Kind = EventCommitted
+		if late { // a late result settles the quarantine
+			c.stats.resolutions.Add(1)
+			ev.Kind = EventResolved
+		}
 		c.emitLocked(ev, &d.target)
-		b, err := c.bindLocked(e, 1, now, cur)
-		d.r.lease = c.newLease(b)
-		return d.r.lease, err
+		return c.commitLocked(e, d.r, now, cur)
 	case o == DefinitelyNotAccepted && !late:
 		// The reservation comes back with its own deadline, so retries
 		// cannot keep a key initializing for ever: an initialization ends
@@ -315,11 +378,13 @@ func (d *Dispatch[T]) Complete(o Outcome) (Lease[T], error) {
 		c.noteDeadline(e.p.deadline)
 		e.notifyLocked()
 		ev.Kind = EventRolledBack
+		c.emitLocked(ev, &d.target)
+		return Lease[T]{}, ErrNotAccepted
 	case o == DefinitelyNotAccepted: // late: settles to absent
 		c.stats.resolutions.Add(1)
 		ev.Kind = EventResolved
 		c.removeLocked(e, ev, &d.target)
-		return Lease[T]{}, nil
+		return Lease[T]{}, ErrNotAccepted
 	case !late: // Ambiguous
 		c.quarantineLocked(e, now)
 		ev.Kind = EventQuarantined
@@ -327,12 +392,14 @@ func (d *Dispatch[T]) Complete(o Outcome) (Lease[T], error) {
 		// A quarantine whose target's generation already moved on is over
 		// at birth: it is dropped now, so it holds no slot.
 		c.timeoutsLocked(e, now)
-		return Lease[T]{}, nil
+		if mutant("AmbiguousWithoutTarget") {
+			var zero T
+			ambiguous.Target = zero
+		}
+		return Lease[T]{}, ambiguous
 	default: // a late Ambiguous: still quarantined, nothing changes
-		return Lease[T]{}, nil
+		return Lease[T]{}, ambiguous
 	}
-	c.emitLocked(ev, &d.target)
-	return Lease[T]{}, nil
 }
 
 // Drop abandons the guard without an outcome: if its attempt is still in

@@ -14,12 +14,15 @@
 // waiter is ever overtaken by a newcomer or a later waiter. The
 // initializer calls Reservation.BeginDispatch with the chosen target and its
 // generation, gets a Dispatch guard with a fresh attempt id, forwards the
-// request and reports the outcome with Dispatch.Complete:
+// request (Dispatch.Context sizes the upstream call to the dispatch's
+// deadline) and reports the outcome with Dispatch.Complete, which returns a
+// Lease only with a nil error:
 //
 //   - Accepted commits the binding; the dispatcher holds its first lease.
-//   - DefinitelyNotAccepted returns the reservation, to dispatch again or Cancel.
-//   - Ambiguous (a timeout, a dropped stream) quarantines the key: Acquire
-//     returns an *AmbiguousError (with the attempt, its target and
+//   - DefinitelyNotAccepted returns ErrNotAccepted: the reservation is held
+//     again, to dispatch again (to another target) or Cancel.
+//   - Ambiguous (a timeout, a dropped stream) quarantines the key: Complete
+//     and then Acquire return an *AmbiguousError (with the attempt, its target and
 //     generation) and nothing is dispatched again until a late result from
 //     the guard or Coordinator.Resolve, fenced by attempt id and generation,
 //     settles it, the target's generation moves on (the binding it could
@@ -55,8 +58,8 @@
 //	Release, Abandon    Lease.Release, Lease.Abandon (Done releases a lease not yet ended)
 //	Invalidate, Close   Lease.Invalidate, Lease.Close
 //	InvalidateKey       Coordinator.InvalidateKey
-//	Expire, DropStale   the reaper's sweep; lazily in Acquire, Query and InvalidateKey;
-//	                    a ManualClock's Advance or Reclaim (not Set)
+//	Expire, DropStale   the reaper's sweep (so does Stats); lazily in Acquire, Query and
+//	                    InvalidateKey; a ManualClock's Advance or Reclaim (not Set)
 //	QuarantineExpire    lazily on access to the key, and the sweep (so is a DropStale
 //	                    of a quarantine)
 //	ReservationTimeout  lazily on access, and the sweep (a waiter is handed the key)
@@ -138,7 +141,8 @@
 // at t, within one gap of t + QuarantineTTL. With the default, every end
 // comes within 1 ms of its precise time (plus the ticker's delays), either
 // way: up to 1 ms early is the one effect a precise clock does not have,
-// against durations of at least MinDuration (1 s). An end is then
+// against durations of at least one tick (Config requires it; the
+// defaults are seconds to minutes). An end is then
 // reclaimed lazily, on the key's next access or at the reaper's next
 // sweep, as with every clock. PreciseClock reads the runtime clock at
 // every reading (g is 0; a deadline comes from a reading within the call,

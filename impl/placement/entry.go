@@ -243,7 +243,7 @@ func (b *binding[T]) kill() bool {
 			return false
 		}
 		if b.word.CompareAndSwap(w, w|deadBit) {
-			b.c().stats.deadHits.Add(hitsOf(w))
+			b.died(w)
 			return true
 		}
 	}
@@ -259,6 +259,17 @@ func (b *binding[T]) killIfExpired(now int64) bool {
 	if !b.word.CompareAndSwap(w, w|deadBit) {
 		return false
 	}
-	b.c().stats.deadHits.Add(hitsOf(w))
+	b.died(w)
 	return true
+}
+
+// died accounts for b's end, whose word was w just before its dead bit was
+// set (by the caller, which alone sets it): its cell hits join the dead
+// total, and it leaves its target's count if it is in it (see
+// targetSlot.counted).
+func (b *binding[T]) died(w uint64) {
+	b.c().stats.deadHits.Add(hitsOf(w))
+	if p := b.slot.bound.Load(); p.gen == b.gen {
+		p.n.Add(-1)
+	}
 }

@@ -40,6 +40,11 @@ var (
 	ErrStaleAtBirth = errors.New("placement: binding is stale at birth: the target's generation moved on")
 	// ErrTooManyLeases: a binding reached the maximum number of concurrent leases.
 	ErrTooManyLeases = errors.New("placement: too many concurrent leases on one session")
+	// ErrNotAccepted: Complete(DefinitelyNotAccepted): the target did not
+	// take the request, so nothing is bound. The reservation is held again
+	// (dispatch again, to another target, or Cancel), unless the dispatch
+	// had timed out, in which case the late result settled its quarantine.
+	ErrNotAccepted = errors.New("placement: the target did not accept the request")
 )
 
 // CapacityError says the table is full and what its bound is.
@@ -82,25 +87,29 @@ func (e *ConfigError) Error() string {
 func (e *ConfigError) Is(target error) bool { return target == ErrInvalidConfig }
 
 // AmbiguousError carries the quarantined attempt and its generation, which
-// Resolve must name, and the attempt's target.
-type AmbiguousError struct {
+// Resolve must name, and the attempt's target. Acquire returns it for a
+// quarantined key, Complete(Ambiguous) for the quarantine it made. Match it
+// with errors.As and a *AmbiguousError of the coordinator's target type:
+//
+//	var q *placement.AmbiguousError[Worker]
+//	if errors.As(err, &q) { ... q.Target ... }
+type AmbiguousError[T comparable] struct {
 	Key        string
 	Attempt    uint64
 	Generation uint64
-	// Target is the quarantined attempt's target, the T value the
-	// dispatch named (a resolver asks that target what became of the
-	// attempt).
-	Target any
+	// Target is the quarantined attempt's target (a resolver asks that
+	// target what became of the attempt).
+	Target T
 }
 
 // Error describes the error.
-func (e *AmbiguousError) Error() string {
+func (e *AmbiguousError[T]) Error() string {
 	return fmt.Sprintf("placement: session %q is quarantined: attempt %d (target %v, generation %d) may have been accepted",
 		e.Key, e.Attempt, e.Target, e.Generation)
 }
 
 // Is reports whether target is ErrAmbiguous.
-func (e *AmbiguousError) Is(target error) bool { return target == ErrAmbiguous }
+func (e *AmbiguousError[T]) Is(target error) bool { return target == ErrAmbiguous }
 
 // FencedError says which attempt and generation were named and which are
 // current (zero when the key holds none).
@@ -124,26 +133,25 @@ func (e *FencedError) Is(target error) bool { return target == ErrFenced }
 // the dispatch and before the commit. The attempt did commit (its
 // Committed or Resolved event is followed by Removed), but the binding
 // reads as absent, holds no slot, and the next Acquire reserves the key
-// again. A lease returned with the error is valid and ends as any lease on
-// a superseded binding does (Release returns nil).
-type GenerationMovedError struct {
+// again. No lease comes with it: the request holds nothing on the session.
+type GenerationMovedError[T comparable] struct {
 	Key     string
 	Attempt uint64 // the committed attempt: the binding's version
-	// Target is the attempt's target (the T value).
-	Target any
+	// Target is the attempt's target.
+	Target T
 	// Generation is the target's generation at dispatch (the binding's);
 	// CurrentGeneration the one it had moved on to at the commit.
 	Generation, CurrentGeneration uint64
 }
 
 // Error describes the error.
-func (e *GenerationMovedError) Error() string {
+func (e *GenerationMovedError[T]) Error() string {
 	return fmt.Sprintf("placement: session %q: attempt %d committed stale: target %v moved from generation %d to %d",
 		e.Key, e.Attempt, e.Target, e.Generation, e.CurrentGeneration)
 }
 
 // Is reports whether target is ErrStaleAtBirth.
-func (e *GenerationMovedError) Is(target error) bool { return target == ErrStaleAtBirth }
+func (e *GenerationMovedError[T]) Is(target error) bool { return target == ErrStaleAtBirth }
 
 // ClockError says why a manual clock update was rejected.
 type ClockError struct {

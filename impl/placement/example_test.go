@@ -17,10 +17,11 @@ type Worker struct {
 
 // A request's full life: the first turn reserves the session, dispatches,
 // commits on Accepted; the next turn hits the binding. Each turn defers
-// Done, which gives back whatever it still holds.
+// Done, which gives back whatever it still holds. A zero Config gives the
+// defaults (30 min idle TTL, 30 s to dispatch, 1 min per dispatch, 10 min
+// quarantines, 65,536 sessions of keys up to 256 bytes).
 func Example() {
-	c, err := placement.New[Worker](placement.Config{IdleTTL: time.Minute, ReserveTimeout: 10 * time.Second, DispatchTimeout: 10 * time.Second,
-		MaxEntries: placement.DefaultMaxEntries, MaxKeyBytes: placement.DefaultMaxKeyBytes})
+	c, err := placement.New(placement.Config[Worker]{})
 	if err != nil {
 		panic(err)
 	}
@@ -51,73 +52,107 @@ func Example() {
 	}
 	turn()
 	turn()
-	fmt.Println("leases held:", mustInfo(c, "conversation-42").Leases)
+	fmt.Println("leases held:", mustInfo(c, "conversation-42").Leases, "sessions on worker 7:", c.Bindings(Worker{ID: 7, Rank: 1}))
 	// Output:
 	// bound to worker 7 version == attempt: true
 	// hit: worker 7
-	// leases held: 0
+	// leases held: 0 sessions on worker 7: 1
 }
 
-// serve is the request of the README's "Using it": it forwards to the
-// bound worker, or initializes the session on w.
-func serve(ctx context.Context, c *placement.Coordinator[Worker], session string, w Worker,
-	forward func(Worker) placement.Outcome) error {
+// serve is the request loop of the README's "Quick start": a hit forwards
+// to the bound worker; a new session goes to the least-loaded worker it has
+// not tried yet, and to the next one when a worker refuses.
+func serve(ctx context.Context, c *placement.Coordinator[Worker], session string, workers []Worker,
+	forward func(ctx context.Context, w Worker, attempt uint64) placement.Outcome) error {
 	a, err := c.Acquire(ctx, session) // waits while another request initializes the session
 	if err != nil {
 		return err // *AmbiguousError: quarantined until resolved; *CapacityError; ...
 	}
 	defer a.Done() // gives back whatever the request still holds, on every path
 	if a.Hit() {   // bound: reuse the worker
-		forward(a.Lease.Target())
+		forward(ctx, a.Lease.Target(), 0)
 		return nil
 	}
-	d, err := a.Reservation.BeginDispatch(w, c.Generation(w)) // we initialize the session
-	if err != nil {
-		return err
+	tried := map[Worker]bool{}
+	for {
+		w, ok := leastLoaded(c, workers, tried)
+		if !ok {
+			return errNoWorker
+		}
+		tried[w] = true
+		d, err := a.Reservation.BeginDispatch(w, c.Generation(w))
+		if err != nil {
+			return err // ErrReservationLost: ReserveTimeout passed
+		}
+		dctx, cancel := d.Context(ctx)       // the upstream call gets the dispatch's time
+		out := forward(dctx, w, d.Attempt()) // the attempt id is the worker's idempotency key
+		cancel()
+		_, err = d.Complete(out) // a nil error: bound, and Done releases the lease
+		if !errors.Is(err, placement.ErrNotAccepted) {
+			return err // *AmbiguousError: quarantined; ErrStaleAtBirth: w restarted meanwhile
+		}
 	}
-	_, err = d.Complete(forward(w)) // Accepted / DefinitelyNotAccepted / Ambiguous
-	return err                      // ErrStaleAtBirth: w was bumped meanwhile; the session is not bound
 }
 
-// The README's request (serve) on every outcome: refused (the reservation
-// goes back at Done), accepted (bound), a hit, and an unknown outcome
-// (quarantined until resolved).
+var errNoWorker = errors.New("no worker left to try")
+
+// leastLoaded is the worker with the fewest sessions bound to it, among
+// those not tried yet.
+func leastLoaded(c *placement.Coordinator[Worker], workers []Worker, tried map[Worker]bool) (Worker, bool) {
+	best, found := Worker{}, false
+	for _, w := range workers {
+		if !tried[w] && (!found || c.Bindings(w) < c.Bindings(best)) {
+			best, found = w, true
+		}
+	}
+	return best, found
+}
+
+// The README's request (serve) on every outcome: a worker refuses and the
+// next one accepts (bound), a hit, a dispatch whose outcome is unknown
+// (quarantined until resolved), and a session no worker takes.
 func Example_request() {
-	c, _ := placement.New[Worker](placement.Config{IdleTTL: time.Minute, ReserveTimeout: 10 * time.Second, DispatchTimeout: 10 * time.Second,
-		MaxEntries: placement.DefaultMaxEntries, MaxKeyBytes: placement.DefaultMaxKeyBytes})
+	c, _ := placement.New(placement.Config[Worker]{})
 	defer c.Close()
 	ctx := context.Background()
-	answer := func(o placement.Outcome) func(Worker) placement.Outcome {
-		return func(w Worker) placement.Outcome {
-			fmt.Println("worker", w.ID, "answers", o)
+	workers := []Worker{{ID: 1}, {ID: 2}, {ID: 3}}
+	answers := func(outcomes ...placement.Outcome) func(context.Context, Worker, uint64) placement.Outcome {
+		return func(_ context.Context, w Worker, _ uint64) placement.Outcome {
+			o := outcomes[0]
+			outcomes = outcomes[1:]
+			fmt.Println("  worker", w.ID, "answers", o)
 			return o
 		}
 	}
 
-	fmt.Println(serve(ctx, c, "s", Worker{ID: 1}, answer(placement.DefinitelyNotAccepted)))
-	fmt.Println(serve(ctx, c, "s", Worker{ID: 2}, answer(placement.Accepted)))
-	fmt.Println(serve(ctx, c, "s", Worker{ID: 3}, answer(placement.Accepted))) // a hit: worker 2 answers
-	fmt.Println(serve(ctx, c, "t", Worker{ID: 4}, answer(placement.Ambiguous)))
-	err := serve(ctx, c, "t", Worker{ID: 5}, answer(placement.Accepted))
-	fmt.Println(errors.Is(err, placement.ErrAmbiguous))
+	fmt.Println("s:", serve(ctx, c, "s", workers, answers(placement.DefinitelyNotAccepted, placement.Accepted)))
+	fmt.Println("s:", serve(ctx, c, "s", workers, answers(placement.Accepted))) // a hit
+	fmt.Println("t:", serve(ctx, c, "t", workers, answers(placement.Ambiguous)) != nil)
+	err := serve(ctx, c, "t", workers, answers(placement.Accepted))
+	fmt.Println("t again, quarantined:", errors.Is(err, placement.ErrAmbiguous))
+	no := placement.DefinitelyNotAccepted
+	fmt.Println("u:", serve(ctx, c, "u", workers, answers(no, no, no)))
 	fmt.Println("live:", c.Stats().Live, "leases on s:", mustInfo(c, "s").Leases)
 	// Output:
-	// worker 1 answers DefinitelyNotAccepted
-	// <nil>
-	// worker 2 answers Accepted
-	// <nil>
-	// worker 2 answers Accepted
-	// <nil>
-	// worker 4 answers Ambiguous
-	// <nil>
-	// true
+	//   worker 1 answers DefinitelyNotAccepted
+	//   worker 2 answers Accepted
+	// s: <nil>
+	//   worker 2 answers Accepted
+	// s: <nil>
+	//   worker 1 answers Ambiguous
+	// t: true
+	// t again, quarantined: true
+	//   worker 1 answers DefinitelyNotAccepted
+	//   worker 3 answers DefinitelyNotAccepted
+	//   worker 2 answers DefinitelyNotAccepted
+	// u: no worker left to try
 	// live: 2 leases on s: 0
 }
 
 // While one request initializes a session, others wait for its outcome and
 // then reuse the binding.
 func Example_waiter() {
-	c, _ := placement.New[Worker](placement.Config{IdleTTL: time.Minute, ReserveTimeout: 10 * time.Second, DispatchTimeout: 10 * time.Second,
+	c, _ := placement.New[Worker](placement.Config[Worker]{IdleTTL: time.Minute, ReserveTimeout: 10 * time.Second, DispatchTimeout: 10 * time.Second,
 		MaxEntries: placement.DefaultMaxEntries, MaxKeyBytes: placement.DefaultMaxKeyBytes})
 	defer c.Close()
 	// Every request has a deadline; a waiter gives up at it (and this
@@ -151,7 +186,7 @@ func Example_waiter() {
 // attempt id and generation. The error names the attempt's target, the
 // worker to ask.
 func Example_ambiguous() {
-	c, _ := placement.New[Worker](placement.Config{IdleTTL: time.Minute, ReserveTimeout: 10 * time.Second, DispatchTimeout: 10 * time.Second,
+	c, _ := placement.New[Worker](placement.Config[Worker]{IdleTTL: time.Minute, ReserveTimeout: 10 * time.Second, DispatchTimeout: 10 * time.Second,
 		MaxEntries: placement.DefaultMaxEntries, MaxKeyBytes: placement.DefaultMaxKeyBytes})
 	defer c.Close()
 
@@ -160,10 +195,10 @@ func Example_ambiguous() {
 	a.Done() // the stream dropped mid-flight: Done quarantines the dispatch
 
 	_, err := c.TryAcquire("s")
-	var amb *placement.AmbiguousError
+	var amb *placement.AmbiguousError[Worker]
 	if errors.As(err, &amb) {
 		fmt.Println("quarantined: attempt", amb.Attempt == d.Attempt(), "generation", amb.Generation,
-			"worker", amb.Target.(Worker).ID)
+			"worker", amb.Target.ID)
 	}
 	// Later the forwarding owner learns the worker did accept it.
 	if err := c.Resolve("s", amb.Attempt, amb.Generation, placement.ResolveAccepted); err != nil {
@@ -183,7 +218,7 @@ func Example_ambiguous() {
 // Resolve needs.
 func ExampleCoordinator_Quarantined() {
 	clk := placement.NewManualClock(0)
-	c, _ := placement.New[Worker](placement.Config{IdleTTL: time.Minute, ReserveTimeout: 5 * time.Second,
+	c, _ := placement.New[Worker](placement.Config[Worker]{IdleTTL: time.Minute, ReserveTimeout: 5 * time.Second,
 		DispatchTimeout: 30 * time.Second, QuarantineTTL: 2 * time.Minute,
 		MaxEntries: 1024, MaxKeyBytes: 64, Clock: clk})
 	defer c.Close()
@@ -208,7 +243,7 @@ func ExampleCoordinator_Quarantined() {
 // each Advance reclaims what expired.
 func Example_manualClock() {
 	clk := placement.NewManualClock(0)
-	c, _ := placement.New[Worker](placement.Config{IdleTTL: 30 * time.Second, ReserveTimeout: 5 * time.Second, DispatchTimeout: 5 * time.Second,
+	c, _ := placement.New[Worker](placement.Config[Worker]{IdleTTL: 30 * time.Second, ReserveTimeout: 5 * time.Second, DispatchTimeout: 5 * time.Second,
 		MaxEntries: 1024, MaxKeyBytes: 64, Clock: clk})
 	defer c.Close()
 
@@ -237,7 +272,7 @@ func Example_manualClock() {
 // of its precise time, either way. PreciseClock reads the runtime clock at
 // every reading instead.
 func Example_clockResolution() {
-	cfg := placement.Config{IdleTTL: time.Minute, ReserveTimeout: 10 * time.Second, DispatchTimeout: 10 * time.Second,
+	cfg := placement.Config[Worker]{IdleTTL: time.Minute, ReserveTimeout: 10 * time.Second, DispatchTimeout: 10 * time.Second,
 		MaxEntries: 1024, MaxKeyBytes: 64} // ClockResolution 0: 1 ms ticks
 	c, err := placement.New[Worker](cfg)
 	if err != nil {
@@ -267,14 +302,14 @@ func Example_clockResolution() {
 }
 
 // Set moves a manual clock the way the runtime clock moves between reaper
-// ticks: nothing is reclaimed until something touches the key or Reclaim
-// runs a tick. Events carry their order (Seq) and the binding's version; a
-// simulation host pins the attempt ids with FirstAttempt.
+// ticks: nothing is reclaimed until something touches the key (Query, an
+// Acquire, Stats) or Reclaim runs a tick. Events carry their order (Seq)
+// and the binding's version; a simulation host pins the attempt ids with
+// FirstAttempt.
 func ExampleManualClock_Set() {
 	clk := placement.NewManualClock(0)
-	c, _ := placement.New[Worker](placement.Config{IdleTTL: 30 * time.Second, ReserveTimeout: 5 * time.Second, DispatchTimeout: 5 * time.Second,
-		MaxEntries: 1024, MaxKeyBytes: 64, Clock: clk, FirstAttempt: 1,
-		Observer: func(ev placement.Event) { fmt.Println("event", ev.Seq, ev.Kind, "version", ev.Attempt) }})
+	c, _ := placement.New(placement.Config[Worker]{IdleTTL: 30 * time.Second, Clock: clk, FirstAttempt: 1,
+		Observer: func(ev placement.Event[Worker]) { fmt.Println("event", ev.Seq, ev.Kind, "version", ev.Attempt) }})
 	defer c.Close()
 
 	for _, key := range []string{"a", "b"} {
@@ -282,22 +317,19 @@ func ExampleManualClock_Set() {
 		a.Reservation.CommitAccepted(Worker{ID: 1}, 1)
 		a.Done()
 	}
-	clk.SetBy(time.Minute) // both idle bindings are past their deadline
-	s := c.Stats()
-	fmt.Println("live:", s.Live, "reclaimed:", s.Expirations) // expired, not swept yet
-	fmt.Println("a:", mustQuery(c, "a"))                      // Query expires it itself
-	clk.Reclaim()                                             // one reaper tick: b goes
-	fmt.Println("reclaimed:", c.Stats().Expirations)
+	clk.SetBy(time.Minute)               // both idle bindings are past their deadline
+	fmt.Println("a:", mustQuery(c, "a")) // Query expires it itself
+	clk.Reclaim()                        // one reaper tick: b goes
+	fmt.Println("live:", c.Stats().Live, "reclaimed:", c.Stats().Expirations)
 	// Output:
 	// event 1 Reserved version 0
 	// event 2 Committed version 1
 	// event 3 Reserved version 0
 	// event 4 Committed version 2
-	// live: 0 reclaimed: 0
 	// event 5 Expired version 1
 	// a: Absent
 	// event 6 Expired version 2
-	// reclaimed: 2
+	// live: 0 reclaimed: 2
 }
 
 func mustQuery(c *placement.Coordinator[Worker], key string) placement.State {

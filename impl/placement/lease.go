@@ -240,7 +240,7 @@ func (c *Coordinator[T]) endClosing(b *binding[T]) {
 		}
 		if leases(w) == 1 {
 			if b.word.CompareAndSwap(w, (w&^leaseMask)|deadBit) {
-				c.stats.deadHits.Add(hitsOf(w))
+				b.died(w)
 				if !e.removed && e.bound.Load() == b {
 					c.removeBindingLocked(e, b)
 				}

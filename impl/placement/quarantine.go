@@ -17,25 +17,41 @@ type Quarantine[T comparable] struct {
 	// Since is when the attempt became ambiguous: an Ambiguous outcome (or
 	// Drop), or its dispatch deadline when the dispatch timed out.
 	Since time.Duration
-	// Age is how long the session has been quarantined, at the listing.
+	// Age is how long the session has been quarantined, at the listing
+	// (never negative).
 	Age time.Duration
 	// Expires is when QuarantineTTL ends the quarantine if nothing settles
 	// it first (Since + QuarantineTTL).
 	Expires time.Duration
 }
 
-// Quarantined lists the quarantined sessions, oldest first, for an
-// operator or a resolver that settles them with Resolve. Quarantines that
-// are over (QuarantineTTL passed, or their target's generation moved on)
-// end as the listing meets them, with their events, and are not listed. It
-// walks the table, locking one entry at a time: O(entries), for tools and
-// monitoring, not per request.
+// Quarantined lists the quarantined sessions, oldest first: the work list
+// of a resolver, which asks each Target what became of Attempt and settles
+// it with Resolve (a loop that runs every few seconds), and what an
+// operator inspects. Quarantines that are over (QuarantineTTL passed, or
+// their target's generation moved on) end as the listing meets them, with
+// their events, and are not listed. It walks the table, locking one entry
+// at a time and reading the clock there, so every listed Age is at least
+// zero: it costs O(entries), so call it from such a loop, not per request
+// (a request learns its own session's quarantine from Acquire's
+// *AmbiguousError).
 func (c *Coordinator[T]) Quarantined() []Quarantine[T] {
 	var out []Quarantine[T]
-	now := c.now()
+	var now int64
+	if mutant("QuarantinedReadsClockOnce") {
+		now = c.now()
+	}
 	c.table.each(func(e *entry[T]) bool {
+		if c.testWalkEntry != nil {
+			c.testWalkEntry()
+		}
 		e.mu.Lock()
 		defer e.mu.Unlock()
+		if !mutant("QuarantinedReadsClockOnce") {
+			// Under the lock: a quarantine that began during the walk
+			// began at a reading no later than this one.
+			now = c.now()
+		}
 		c.timeoutsLocked(e, now)
 		if e.removed || e.st != stQuarantined {
 			return true

@@ -2,6 +2,7 @@ package placement
 
 import (
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 )
@@ -21,7 +22,7 @@ func quarantine(t *testing.T, c *Coordinator[target], key string) *Dispatch[targ
 	d, err := reserve(t, c, key).BeginDispatch(w1, c.Generation(w1))
 	must(t, err)
 	_, err = d.Complete(Ambiguous)
-	must(t, err)
+	wantIs(t, err, ErrAmbiguous)
 	return d
 }
 
@@ -30,13 +31,13 @@ func quarantine(t *testing.T, c *Coordinator[target], key string) *Dispatch[targ
 // its own event), and then frees its slot and fences the late result.
 func TestContract_QuarantineExpiresAfterTTL(t *testing.T) {
 	rec := &recorder{}
-	c, clk := manual(t, func(c *Config) {
+	c, clk := manual(t, func(c *Config[target]) {
 		c.QuarantineTTL, c.MaxEntries, c.Observer = 30*time.Second, 1, rec.observe
 	})
 	must(t, clk.Advance(time.Second))
 	d := quarantine(t, c, "q")
 	must(t, clk.Set(31*time.Second-1))
-	var amb *AmbiguousError
+	var amb *AmbiguousError[target]
 	if _, err := c.TryAcquire("q"); !errors.As(err, &amb) || amb.Attempt != d.Attempt() {
 		t.Fatalf("1ns before QuarantineTTL: %v, want the AmbiguousError", err)
 	}
@@ -68,7 +69,7 @@ func TestContract_QuarantineExpiresAfterTTL(t *testing.T) {
 // QuarantineTTL after the dispatch's deadline; a late result before then
 // settles it.
 func TestContract_TimedOutDispatchQuarantineCountsFromItsDeadline(t *testing.T) {
-	c, clk := manual(t, func(c *Config) { c.DispatchTimeout, c.QuarantineTTL = 2*time.Second, 10*time.Second })
+	c, clk := manual(t, func(c *Config[target]) { c.DispatchTimeout, c.QuarantineTTL = 2*time.Second, 10*time.Second })
 	d, err := reserve(t, c, "q").BeginDispatch(w1, 1)
 	must(t, err)
 	must(t, clk.Set(11*time.Second)) // dispatch due at 2 s; quarantine until 12 s
@@ -89,7 +90,7 @@ func TestContract_TimedOutDispatchQuarantineCountsFromItsDeadline(t *testing.T) 
 // its target ends the quarantine: the next request reserves.
 func TestContract_QuarantineDroppedWhenGenerationMovesOn(t *testing.T) {
 	rec := &recorder{}
-	c, _ := manual(t, func(c *Config) { c.Observer = rec.observe })
+	c, _ := manual(t, func(c *Config[target]) { c.Observer = rec.observe })
 	d := quarantine(t, c, "q")
 	quarantine(t, c, "other") // on w1 too
 	c.BumpGeneration(w2)      // another target: nothing changes
@@ -115,7 +116,7 @@ func TestContract_QuarantineDroppedWhenGenerationMovesOn(t *testing.T) {
 // TestContract_TwoTimeouts: the reservation ends at ReserveTimeout (across
 // a rollback), each dispatch at DispatchTimeout of its own start.
 func TestContract_TwoTimeouts(t *testing.T) {
-	c, clk := manual(t, func(c *Config) { c.ReserveTimeout, c.DispatchTimeout = 3*time.Second, 10*time.Second })
+	c, clk := manual(t, func(c *Config[target]) { c.ReserveTimeout, c.DispatchTimeout = 3*time.Second, 10*time.Second })
 	r := reserve(t, c, "k")
 	must(t, clk.Set(2*time.Second))
 	d, err := r.BeginDispatch(w1, 1)
@@ -125,7 +126,7 @@ func TestContract_TwoTimeouts(t *testing.T) {
 		t.Fatalf("1ns before DispatchTimeout: %v", st)
 	}
 	_, err = d.Complete(DefinitelyNotAccepted)
-	must(t, err) // rolled back, but the reservation's own deadline (3 s) has passed
+	wantIs(t, err, ErrNotAccepted) // rolled back, but the reservation's own deadline (3 s) has passed
 	if _, err := r.BeginDispatch(w1, 1); !errors.Is(err, ErrReservationLost) {
 		t.Fatalf("past ReserveTimeout: %v, want ErrReservationLost", err)
 	}
@@ -199,7 +200,7 @@ func TestContract_HandedReservationAnswersEvenIfLost(t *testing.T) {
 // judges it: a Bump before it ends the quarantine and fences the result.
 func TestContract_LateCommitRacingABumpIsFenced(t *testing.T) {
 	rec := &recorder{}
-	c, clk := manual(t, func(c *Config) { c.Observer = rec.observe })
+	c, clk := manual(t, func(c *Config[target]) { c.Observer = rec.observe })
 	d, err := reserve(t, c, "s").BeginDispatch(w1, 1)
 	must(t, err)
 	must(t, clk.AdvanceBy(5*time.Second)) // DispatchTimeout: quarantined
@@ -223,5 +224,41 @@ func TestContract_LateCommitRacingABumpIsFenced(t *testing.T) {
 	c.testBeforeBind = nil
 	if st := state(t, c, "r").State; st != StateAbsent {
 		t.Fatalf("the key reads %v, want Absent", st)
+	}
+}
+
+// Quarantined never lists a negative Age: a quarantine that begins while
+// the listing walks the table (here: between two of its entries, on a
+// clock moved on meanwhile) began at a reading no later than the one the
+// listing takes for it.
+func TestContract_QuarantinedAgesNeverNegative(t *testing.T) {
+	c, clk := manual(t, func(c *Config[target]) { c.MaxEntries = 64 })
+	var inFlight []*Dispatch[target]
+	for i := 0; i < 32; i++ {
+		d, err := reserve(t, c, fmt.Sprint("k", i)).BeginDispatch(w1, 1)
+		must(t, err)
+		inFlight = append(inFlight, d)
+	}
+	walked := 0
+	c.testWalkEntry = func() {
+		// Each entry the walk reaches: the clock moves on, and the
+		// dispatches still in flight become ambiguous now.
+		walked++
+		must(t, clk.SetBy(time.Second))
+		for _, d := range inFlight {
+			_, err := d.Complete(Ambiguous)
+			wantIs(t, err, ErrAmbiguous)
+		}
+		inFlight = nil
+	}
+	qs := c.Quarantined()
+	c.testWalkEntry = nil
+	if walked == 0 || len(qs) != 32 {
+		t.Fatalf("walked %d entries, listed %d quarantines, want 32", walked, len(qs))
+	}
+	for _, q := range qs {
+		if q.Age < 0 || q.Expires != q.Since+DefaultQuarantineTTL {
+			t.Fatalf("%s: since %v, age %v, expires %v", q.Key, q.Since, q.Age, q.Expires)
+		}
 	}
 }

@@ -25,6 +25,7 @@ type counters struct {
 	// quarantinesDropped those ended because their generation moved on.
 	quarantineExpirations atomic.Int64
 	quarantinesDropped    atomic.Int64
+	observerPanics        atomic.Int64
 }
 
 // Stats are cumulative counts since New, and what the table holds now.
@@ -37,32 +38,37 @@ type Stats struct {
 	Resolutions        int64 // quarantines settled (Resolve or a late result)
 	Expirations        int64 // idle bindings reclaimed
 	ReaperRestarts     int64 // reaper sweeps that panicked and were restarted
+	// ObserverPanics counts the calls of Config.Observer that panicked
+	// (recovered; see Config.Observer).
+	ObserverPanics int64
 	// Live counts the keys live now, as the spec's Occupies does: reserved,
 	// dispatching or quarantined, or bound to a binding neither expired nor
-	// stale. An entry past its deadline or fenced by its target's
-	// generation, not yet swept, is not live (it reads as absent, and a full
-	// table reclaims it before refusing anyone); nor is a reservation past
-	// its deadline.
+	// stale. It is what every caller sees: Stats first applies each key's
+	// due deadlines (see Stats), so nothing over is counted.
 	Live int64
-	// Quarantined counts the keys quarantined now (a dispatch past its
-	// deadline counts: it reads as quarantined); they are among Live.
+	// Quarantined counts the keys quarantined now; they are among Live.
 	Quarantined int64
 	// QuarantineExpirations counts quarantines that QuarantineTTL ended.
 	QuarantineExpirations int64
 	// QuarantinesDropped counts quarantines ended because their target's
 	// generation moved on (BumpGeneration). Every quarantine ends one way:
 	// Quarantines = Resolutions + QuarantineExpirations + QuarantinesDropped
-	// + Quarantined, once no call is in progress.
+	// + Quarantined, in every Stats taken while no other call is in
+	// progress.
 	QuarantinesDropped int64
 }
 
-// Stats returns the coordinator's statistics. It walks the table, locking
-// one entry at a time, to count the live and quarantined keys and to add up
-// the hits of live bindings (each binding counts its own, off the hot
-// path), so it costs O(entries); call it for monitoring, not per request
-// (and, like every call, not from the Observer). Live and Quarantined
-// count each entry as the walk finds it, judged at one reading of the clock
-// taken when the call starts.
+// Stats returns the coordinator's statistics, as every caller sees the
+// table: it walks the table, locking one entry at a time, and applies each
+// entry's deadlines that have passed at one reading of the clock taken when
+// the call starts (as Query does for one key, and the reaper's sweep for
+// all: an idle binding past its deadline expires, a binding or quarantine
+// whose target's generation moved on is dropped, a reservation or dispatch
+// past its deadline times out, a quarantine past its QuarantineTTL ends,
+// each with its event), then counts it. So the counters include every end
+// that has happened by then, and Live and Quarantined count only what is
+// still live. It costs O(entries): call it for monitoring, not per request
+// (and, like every call, not from the Observer).
 //
 // Every cumulative counter is monotonic: no call returns a smaller value
 // than an earlier call did. Hits may lag the hits that complete during the
@@ -75,35 +81,42 @@ func (c *Coordinator[T]) Stats() Stats {
 	}
 	now := c.now()
 	var live, quarantined int64
-	c.table.each(func(e *entry[T]) bool {
-		if b := e.bound.Load(); b != nil {
-			if w := b.word.Load(); w&deadBit == 0 {
-				hits += hitsOf(w)
-			}
-		}
-		e.mu.Lock()
+	count := func(e *entry[T]) {
 		switch {
 		case e.removed:
-		case e.st == stReserved:
-			if e.p.deadline > now { // past it, the reservation has timed out
-				live++
-			}
-		case e.st == stDispatching, e.st == stQuarantined:
+		case e.st == stReserved, e.st == stDispatching:
 			live++
-			if e.st == stQuarantined || e.p.deadline <= now {
-				quarantined++
-			}
+		case e.st == stQuarantined:
+			live++
+			quarantined++
 		case e.st == stBound:
-			b := e.bound.Load()
-			if w := b.word.Load(); w&deadBit == 0 && !b.stale() && !b.expiredAt(w, now) {
+			// Reclaimed unless a lease came as it looked: then it is live.
+			if b := e.bound.Load(); b.word.Load()&deadBit == 0 && !b.stale() {
 				live++
 			}
 		}
-		e.mu.Unlock()
-		return true
-	})
-	if mutant("LiveCountsUnswept") {
-		live = c.live.Load() // every entry that holds a slot, swept or not
+	}
+	visit := func(e *entry[T], w0 uint64) {
+		// The binding's cell hits as the walk found it, before the reclaim
+		// could move them to deadHits (read above).
+		if w0&deadBit == 0 {
+			hits += hitsOf(w0)
+		}
+		count(e)
+	}
+	if mutant("StatsSkipsDeadlines") { // counts what the table holds, due or not
+		c.table.each(func(e *entry[T]) bool {
+			e.mu.Lock()
+			var w0 uint64 = deadBit
+			if b := e.bound.Load(); b != nil {
+				w0 = b.word.Load()
+			}
+			visit(e, w0)
+			e.mu.Unlock()
+			return true
+		})
+	} else {
+		c.sweepVisit(now, visit)
 	}
 	for { // never report fewer hits than before (see above)
 		shown := c.stats.hitsShown.Load()
@@ -124,6 +137,7 @@ func (c *Coordinator[T]) Stats() Stats {
 		Resolutions:        c.stats.resolutions.Load(),
 		Expirations:        c.stats.expirations.Load(),
 		ReaperRestarts:     c.stats.reaperRestarts.Load(),
+		ObserverPanics:     c.stats.observerPanics.Load(),
 		Live:               live,
 		Quarantined:        quarantined,
 

@@ -61,12 +61,12 @@ func TestAcquire_CloseDuringCapacitySweepUnlinksFreshEntry(t *testing.T) {
 	noLeaks(t)
 	clk := NewManualClock(0)
 	var c *Coordinator[target]
-	closeOnExpiry := func(ev Event) {
+	closeOnExpiry := func(ev Event[target]) {
 		if ev.Kind == EventExpired {
 			c.Close() // Close needs no entry lock, so this is safe here
 		}
 	}
-	c, err := New[target](Config{IdleTTL: time.Second, ReserveTimeout: time.Second, DispatchTimeout: time.Second, MaxEntries: 1,
+	c, err := New[target](Config[target]{IdleTTL: time.Second, ReserveTimeout: time.Second, DispatchTimeout: time.Second, MaxEntries: 1,
 		MaxKeyBytes: 16, Clock: clk, Observer: closeOnExpiry})
 	if err != nil {
 		t.Fatal(err)

@@ -31,13 +31,13 @@ func recvWithin[T any](t *testing.T, ch <-chan T, d time.Duration, what string) 
 // Every end of an initialization wakes the requests waiting on its key,
 // and each gets the key's new state: a reservation after a Cancel, a
 // reservation timeout, or a rollback followed by a Cancel; a hit after an
-// Accepted completion or CommitAccepted; an *AmbiguousError after an
+// Accepted completion or CommitAccepted; an *AmbiguousError[target] after an
 // Ambiguous completion, a Drop or a dispatch timeout. The waiters wait all
 // at once, and the test gives them wakeLimit together, so a lost wake-up
 // (the bug-zoo variant LosesWakeup loses those of a key that becomes
 // absent) fails it within that time, naming every waiter left waiting.
 func TestAcquire_EveryEndOfAnInitializationWakesItsWaiters(t *testing.T) {
-	c, clk := manual(t, func(c *Config) { c.MaxEntries = 16 })
+	c, clk := manual(t, func(c *Config[target]) { c.MaxEntries = 16 })
 	type scenario struct {
 		key  string
 		end  func()             // ends the initialization the waiter waits for (nil: the clock ends it)
@@ -57,7 +57,7 @@ func TestAcquire_EveryEndOfAnInitializationWakesItsWaiters(t *testing.T) {
 	}
 	ambiguous := func(w waited) error {
 		if !errors.Is(w.err, ErrAmbiguous) {
-			return errors.New("want an *AmbiguousError")
+			return errors.New("want an *AmbiguousError[target]")
 		}
 		return nil
 	}
@@ -77,13 +77,13 @@ func TestAcquire_EveryEndOfAnInitializationWakesItsWaiters(t *testing.T) {
 	r2 := reserve(t, c, "committed")
 	add("committed", func() { _, err := r2.CommitAccepted(w1, 1); must(t, err) }, hitOn)
 	d2 := dispatched("ambiguous")
-	add("ambiguous", func() { _, err := d2.Complete(Ambiguous); must(t, err) }, ambiguous)
+	add("ambiguous", func() { _, err := d2.Complete(Ambiguous); wantIs(t, err, ErrAmbiguous) }, ambiguous)
 	d3 := dispatched("dropped")
 	add("dropped", d3.Drop, ambiguous)
 	d4 := dispatched("rolled back, then cancelled")
 	add("rolled back, then cancelled", func() {
 		_, err := d4.Complete(DefinitelyNotAccepted) // wakes the waiter, which waits again
-		must(t, err)
+		wantIs(t, err, ErrNotAccepted)
 		must(t, d4.Reservation().Cancel())
 	}, reservation)
 	reserve(t, c, "reservation timed out")

@@ -2,17 +2,25 @@
 // impl/placement (compiled in only with -tags placement_mutants) against
 // the checkers, in order, and prints which checker caught it and how fast.
 // It fails unless every variant is caught, and also checks that the
-// checkers pass on the unbroken build.
+// checkers pass on the unbroken build. Each checker runs first as plain
+// `go test` runs it, and is killed (and the run fails) if it has not ended
+// within -bound: under any variant a checker fails (or passes) in bounded
+// time, never hangs. With -bounds it audits exactly that for every
+// package's whole plain test run under every variant.
 //
-//	go run ./linearizability/cmd/mutants
+//	go run ./linearizability/cmd/mutants            # the bug zoo (make mutants)
+//	go run ./linearizability/cmd/mutants -bounds    # the bound audit (make verify)
 package main
 
 import (
+	"context"
+	"flag"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"sort"
 	"strings"
 	"time"
 )
@@ -32,7 +40,7 @@ var variants = []struct{ name, doc string }{
 	{"ExpiryWithoutKill", "Query reports an expired binding gone without winning its word (a hit that read the clock first still takes a lease)"},
 	{"TornQueryRead", "Query reads the binding word, then the clock, and judges expiry from the two"},
 	{"StaleAtBirthSilent", "a commit whose binding is stale at birth returns no error (the caller believes the session bound)"},
-	{"LiveCountsUnswept", "Stats.Live counts expired, stale and timed-out entries until a sweep reclaims them"},
+	{"StatsSkipsDeadlines", "Stats counts what the table holds without applying passed deadlines: a timed-out dispatch, an over quarantine, an expired binding"},
 	{"AmbiguousWithoutTarget", "the *AmbiguousError and the Quarantined event leave out the attempt's target"},
 	{"DoneKeepsReservation", "Done leaves a reservation held (never dispatched, or back after DefinitelyNotAccepted): waiters block until the timeout"},
 	{"ActsAfterClose", "after Close, dispatches, commits, resolves and invalidations still act"},
@@ -40,6 +48,11 @@ var variants = []struct{ name, doc string }{
 	{"NoHandOff", "a freed key is not handed to the longest waiter: every waiter and newcomer races for it (the landed core's broadcast)"},
 	{"QuarantineNeverExpires", "a quarantine outlives its QuarantineTTL: only a settlement or a bump ends it"},
 	{"QuarantineIgnoresGeneration", "a quarantine whose target's generation moved on is kept (its late result could only bind stale)"},
+	{"ObserverPanicEscapes", "a panic in the Observer escapes with the key's lock held: the key is wedged, and a sweep's Close never returns"},
+	{"DispatchDeadlineUnnoted", "a dispatch's deadline does not reach the capacity path's sweep hint: a full table refuses though its entry is over"},
+	{"QuarantinedReadsClockOnce", "Quarantined reads the clock once before its walk: a quarantine begun during the walk lists a negative age"},
+	{"BindingsNotCounted", "commits are not counted in Bindings (per-target counts read zero)"},
+	{"DispatchesLostReservation", "BeginDispatch accepts a reservation the key has handed to another request: two initializers"},
 }
 
 // The checkers, in the order they are tried: test is an anchored -test.run
@@ -56,7 +69,15 @@ var checkers = []struct{ name, pkg, test string }{
 // usesRapid reports whether pkg's test binary defines rapid's flags.
 func usesRapid(pkg string) bool { return pkg == "linearizability" || pkg == "fuzz" }
 
+// bound is how long one checker's run (or, with -bounds, one package's
+// plain test run) may take under any variant before it counts as hung.
+var bound = flag.Duration("bound", 120*time.Second, "longest a checker may run under a variant before it counts as hung")
+
+// bounds selects the audit of the plain test runs (see runBounds).
+var bounds = flag.Bool("bounds", false, "run every package's plain `go test` under every variant and check that each ends within -bound")
+
 func main() {
+	flag.Parse()
 	os.Exit(run())
 }
 
@@ -78,14 +99,19 @@ func run() int {
 			continue
 		}
 		bins[pkg] = filepath.Join(dir, strings.ReplaceAll(pkg, "/", "-")+".test")
+		start := time.Now()
 		build := exec.Command("go", "test", "-c", "-tags", "placement_mutants", "-o", bins[pkg], "./"+pkg+"/")
 		build.Stdout, build.Stderr = os.Stdout, os.Stderr
 		if err := build.Run(); err != nil {
 			fmt.Fprintln(os.Stderr, "mutants: building the mutant test binaries:", err)
 			return 2
 		}
+		fmt.Printf("mutants: built the %s test binary with the variants in %.1fs\n", pkg, time.Since(start).Seconds())
 	}
 	reports := filepath.Join(dir, "reports")
+	if *bounds {
+		return runBounds(bins, reports)
+	}
 	failed := 0
 	// The checkers must pass on the unbroken build (same binary, no variant).
 	for _, c := range checkers {
@@ -94,16 +120,20 @@ func run() int {
 			failed++
 		}
 	}
-	fmt.Printf("\n%-26s %-22s %8s  %s\n", "VARIANT", "CAUGHT BY", "TIME", "FIRST DIVERGENCE")
-	caught := 0
+	fmt.Printf("\n%-27s %-26s %8s  %s\n", "VARIANT", "CAUGHT BY", "TIME", "FIRST DIVERGENCE")
+	caught, hung := 0, 0
 	for _, v := range variants {
 		by, took, detail := "NOBODY", time.Duration(0), ""
-		// The checkers are randomized: a variant none of them catches gets
-		// up to two more rounds with fresh seeds before it counts as a hole.
+		// Round 1 runs each checker as plain `go test` runs it. The checkers
+		// are randomized: a variant none of them catches gets up to two more
+		// rounds with fresh seeds and more of them before it counts as a hole.
 		for round := 1; round <= 3 && by == "NOBODY"; round++ {
 			for _, c := range checkers {
 				ok, d, det := runChecker(bins[c.pkg], c.pkg, reports, v.name, c.test, round)
 				took += d
+				if det == hangDetail {
+					hung++
+				}
 				if !ok {
 					by, detail = c.name, det
 					if round > 1 {
@@ -116,38 +146,56 @@ func run() int {
 		if by != "NOBODY" {
 			caught++
 		}
-		fmt.Printf("%-26s %-22s %7.1fs  %s\n", v.name, by, took.Seconds(), detail)
+		fmt.Printf("%-27s %-26s %7.1fs  %s\n", v.name, by, took.Seconds(), detail)
 	}
 	fmt.Printf("caught %d/%d\n", caught, len(variants))
-	if caught != len(variants) || failed > 0 {
+	if hung > 0 {
+		fmt.Printf("mutants: %d checker runs did not end within %v\n", hung, *bound)
+	}
+	if caught != len(variants) || failed > 0 || hung > 0 {
 		return 1
 	}
 	return 0
 }
 
-var divergence = regexp.MustCompile(`returned [^\n]*? the model says (?:\S*\([^)\n]*\)|[^\n\s]*)|reads \{[^}]*\}[^\n]*?model says \{[^}]*\}|is Illegal[^;]*|lost wake-up|Stats reads [^\n]*|has IdleDeadline [^\n]*|contract_test\.go:\d+: [^\n]*`)
+// hangDetail is runChecker's detail for a run killed at the bound.
+var hangDetail = "HUNG: killed at the bound"
 
-// runChecker runs one checker with the variant set; ok is true when it passes.
-// Each round draws fresh seeds: rapid's are random; Porcupine's plans start
-// at a different seed per round (128 plans, 32 of them hot sessions, whose
-// races need the scheduler's luck).
+var divergence = regexp.MustCompile(`returned [^\n]*? the model says (?:\S*\([^)\n]*\)|[^\n\s]*)|reads \{[^}]*\}[^\n]*?model says \{[^}]*\}|is Illegal[^;]*|lost wake-up|did not return within[^\n]*|Stats breaks[^\n]*|has IdleDeadline [^\n]*|observer: \w+`)
+
+// testLine is a failing test's message, the detail when no divergence of
+// the model's kinds is named.
+var testLine = regexp.MustCompile(`[a-z_]+_test\.go:\d+: [^\n]*`)
+
+// runChecker runs one checker with the variant set; ok is true when it
+// passes. Round 1 runs it as plain `go test` does (its own defaults);
+// later rounds draw fresh seeds and more of them: rapid's are random, and
+// Porcupine's plans start at a different seed per round (128 plans, 32 of
+// them hot sessions, whose races need the scheduler's luck). A run that
+// has not ended after the bound is killed and fails (hangDetail).
 func runChecker(bin, dir, reports, variant, test string, round int) (ok bool, took time.Duration, detail string) {
 	args := []string{"-test.run", "^" + test + "$", "-test.count=1"}
+	env := []string{"PLACEMENT_MUTANT=" + variant, "LINEARIZABILITY_REPORT_DIR=" + reports}
 	if usesRapid(dir) {
-		args = append(args, "-rapid.nofailfile", "-rapid.checks=3000")
+		args = append(args, "-rapid.nofailfile")
+		if round > 1 {
+			args = append(args, "-rapid.checks=3000")
+		}
 	}
-	cmd := exec.Command(bin, args...)
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "PLACEMENT_MUTANT="+variant, "LINEARIZABILITY_REPORT_DIR="+reports,
-		"LINEARIZABILITY_WAIT_LIMIT=500ms", "LINEARIZABILITY_FAILFAST=1", "LINEARIZABILITY_SEEDS=128",
-		fmt.Sprintf("LINEARIZABILITY_SEED=%d", 1+1000*(round-1)))
-	start := time.Now()
-	out, err := cmd.CombinedOutput()
-	took = time.Since(start)
-	if err == nil {
+	if round > 1 {
+		env = append(env, "LINEARIZABILITY_SEEDS=128", fmt.Sprintf("LINEARIZABILITY_SEED=%d", 1+1000*(round-1)))
+	}
+	out, took, err, hung := runBinary(bin, dir, args, env)
+	switch {
+	case hung:
+		return false, took, hangDetail
+	case err == nil:
 		return true, took, ""
 	}
 	detail = divergence.FindString(string(out))
+	if detail == "" && !thin.Match(out) {
+		detail = testLine.FindString(string(out))
+	}
 	if detail == "" && thin.Match(out) {
 		// The run failed only its own thinness checks (too few overlapping
 		// operations on a loaded machine, say): that judges the run, not
@@ -162,6 +210,73 @@ func runChecker(bin, dir, reports, variant, test string, round int) (ok bool, to
 		detail = detail[:90] + "…"
 	}
 	return false, took, detail
+}
+
+// runBinary runs a test binary in dir with args and env added, killing it
+// (and reporting hung) once it has run for the bound.
+func runBinary(bin, dir string, args, env []string) (out []byte, took time.Duration, err error, hung bool) {
+	ctx, cancel := context.WithTimeout(context.Background(), *bound)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, args...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), env...)
+	cmd.WaitDelay = 5 * time.Second
+	start := time.Now()
+	out, err = cmd.CombinedOutput()
+	return out, time.Since(start), err, ctx.Err() != nil
+}
+
+// runBounds is the audit of the bound: every package's whole plain test
+// run (no flags, no settings: what `go test ./pkg` runs), with no variant
+// and under every variant, must end within the bound, caught or not. It
+// prints each run's time and verdict (PASS, or FAIL when the run caught
+// the variant) and fails if any run hung, or if a run without a variant
+// failed.
+func runBounds(bins map[string]string, reports string) int {
+	var pkgs []string
+	for pkg := range bins {
+		pkgs = append(pkgs, pkg)
+	}
+	sort.Strings(pkgs)
+	fmt.Printf("\n%-27s", "VARIANT")
+	for _, pkg := range pkgs {
+		fmt.Printf(" %22s", pkg)
+	}
+	fmt.Println()
+	bad := 0
+	var longest time.Duration
+	for _, v := range append([]struct{ name, doc string }{{"", ""}}, variants...) {
+		name := v.name
+		if name == "" {
+			name = "(none)"
+		}
+		fmt.Printf("%-27s", name)
+		for _, pkg := range pkgs {
+			out, took, err, hung := runBinary(bins[pkg], pkg, []string{"-test.count=1"},
+				[]string{"PLACEMENT_MUTANT=" + v.name, "LINEARIZABILITY_REPORT_DIR=" + reports})
+			longest = max(longest, took)
+			verdict := "PASS"
+			switch {
+			case hung:
+				verdict, bad = "HUNG", bad+1
+			case err != nil && thin.Match(out) && divergence.Find(out) == nil:
+				verdict = "thin"
+			case err != nil:
+				verdict = "FAIL"
+				if v.name == "" {
+					bad++
+				}
+			}
+			fmt.Printf(" %15s %5.1fs", verdict, took.Seconds())
+		}
+		fmt.Println()
+	}
+	fmt.Printf("longest plain run: %.1fs (bound %v)\n", longest.Seconds(), *bound)
+	if bad > 0 {
+		fmt.Printf("mutants: %d runs hung, or failed without a variant\n", bad)
+		return 1
+	}
+	return 0
 }
 
 // thin matches a checker's complaint that its own run was too thin.
