@@ -1,8 +1,10 @@
 # placement: the verified session-placement core.
 #
-#   make verify   the main job: every check this repo has, with a report
 #   make test     what CI runs (.ci/run): lint, race tests, the explorer on every config
-#                 compared with TLC's recorded results (conformance), the bug zoo
+#                 compared with TLC's recorded results (conformance), the benchmarks once,
+#                 the bug zoo; each step timed and logged (scripts/check.sh test)
+#   make verify   the main job: test's steps, then the bug zoo's bound audit, a longer
+#                 Porcupine campaign, the fuzz pass and TLC, with a report table
 #   make tlc      re-run TLC (needs TLA2TOOLS_JAR) and record its results as data
 #   make bench    the benchmark tables and targets, every contender in its default
 #                 configuration (FULL=1: 1e6 bindings, medians of 3); make benchstat OLD= NEW=
@@ -18,9 +20,11 @@ CONFIGS     := $(wildcard spec/tla/MC*.cfg)
 
 .PHONY: test lint race conformance explore bench-smoke mutants fuzz campaign verify tlc bench benchstat
 
-# conformance explores every committed config and compares it with TLC's
-# results, so test does not run explore (the same explorations) again.
-test: lint race conformance bench-smoke mutants
+test:
+	@scripts/check.sh test
+
+verify:
+	@scripts/check.sh verify
 
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
@@ -29,12 +33,14 @@ lint:
 	$(GO) run $(STATICCHECK) ./...
 
 race:
-	$(GO) test -race -count=1 ./...
+	$(GO) test -race -count=1 -timeout 15m -skip 'TestConformance$$' ./...
 
-# The full-size config is compared with TLC without the race detector.
+# The full-size configs are compared with TLC without the race detector.
 conformance:
-	$(GO) test -count=1 -run 'TestConformance$$' -v ./model/ | grep -E '^(=== RUN|---|\s+conformance_test|ok|FAIL|PASS)'
+	$(GO) test -count=1 -timeout 15m -run 'TestConformance$$' -v ./model/ | grep --line-buffered -E '^(=== RUN|---|\s+conformance_test|ok|FAIL|PASS)'
 
+# Every config, one line each, as the explorer's command line reports it
+# (the conformance test explores the same configs and compares with TLC).
 explore:
 	@$(GO) build -o .bin/explore ./model/cmd/explore
 	@for cfg in $(CONFIGS); do \
@@ -44,7 +50,7 @@ explore:
 
 # Every benchmark once, so a broken one fails CI (figures come from make bench).
 bench-smoke:
-	$(GO) test -run '^$$' -bench . -benchtime 1x ./benchmarks/ > /dev/null
+	$(GO) test -count=1 -timeout 8m -run '^$$' -bench . -benchtime 1x ./benchmarks/ > /dev/null
 
 # The bug zoo: every broken variant of impl/placement must be caught.
 mutants:
@@ -58,21 +64,18 @@ FUZZTIME ?= 100000x
 fuzz:
 	@for t in $$($(GO) test -list '^Fuzz' ./fuzz/ | grep ^Fuzz); do \
 	  echo "fuzz: $$t for $(FUZZTIME)"; \
-	  $(GO) test -run '^$$' -fuzz "^$$t$$" -fuzztime $(FUZZTIME) ./fuzz/ || exit 1; \
+	  $(GO) test -run '^$$' -fuzz "^$$t$$" -fuzztime $(FUZZTIME) -timeout 20m ./fuzz/ || exit 1; \
 	done
 
 # The nightly campaign: every stress test for CAMPAIGN_STRESS at GOMAXPROCS 8,
 # a long Porcupine run under the race detector, and a long fuzz pass.
 CAMPAIGN_STRESS ?= 2m
 campaign:
-	PLACEMENT_STRESS=$(CAMPAIGN_STRESS) $(GO) test -race -count=1 -timeout 0 -v \
-	  -run 'Stress|EpochWrap|CloseDuringCapacitySweep' ./impl/placement/ ./linearizability/ | grep -E '^(---|ok|FAIL)|stress_test'
+	PLACEMENT_STRESS=$(CAMPAIGN_STRESS) $(GO) test -race -count=1 -timeout 60m -v \
+	  -run 'Stress|EpochWrap|CloseDuringCapacitySweep' ./impl/placement/ ./linearizability/ | grep --line-buffered -E '^(---|ok|FAIL)|stress_test'
 	LINEARIZABILITY_SEEDS=400 LINEARIZABILITY_OPS=2000 LINEARIZABILITY_SEED=100000 \
-	  $(GO) test -race -count=1 -timeout 0 -run 'TestLinearizable$$' -v ./linearizability/ | grep -E '^(---|ok|FAIL)|operations checked|Illegal'
+	  $(GO) test -race -count=1 -timeout 60m -run 'TestLinearizable$$' -v ./linearizability/ | grep --line-buffered -E '^(---|ok|FAIL)|operations checked|Illegal'
 	$(MAKE) fuzz FUZZTIME=3000000x
-
-verify:
-	@scripts/verify.sh
 
 tlc:
 	@spec/tla/tlc.sh

@@ -92,8 +92,9 @@ func TestConfig_DurationsBoundedByTheClock(t *testing.T) {
 
 // A dispatch's deadline is BeginDispatch's reading plus DispatchTimeout,
 // on the coordinator's clock; Remaining counts down to zero; Context is
-// done at the deadline with a runtime clock (and a cancel of its own), and
-// adds no deadline with a manual clock.
+// done at the deadline with a runtime clock if no outcome came (cause
+// ErrDispatchTimeout), outlives it once the outcome is reported (a body may
+// stream longer), and adds no deadline with a manual clock.
 func TestDispatch_DeadlineAndContext(t *testing.T) {
 	c, clk := manual(t, func(c *Config[target]) { c.DispatchTimeout = 3 * time.Second })
 	must(t, clk.Advance(time.Second))
@@ -126,17 +127,27 @@ func TestDispatch_DeadlineAndContext(t *testing.T) {
 	must(t, err)
 	rctx, rcancel := rd.Context(context.Background())
 	defer rcancel()
-	dl, has := rctx.Deadline()
-	if !has || time.Until(dl) > 51*time.Millisecond {
-		t.Fatalf("the upstream context's deadline %v (set: %v), want within the dispatch's 50 ms", time.Until(dl), has)
+	if _, has := rctx.Deadline(); has {
+		t.Fatal("the dispatch's context carries a fixed deadline; it must end only while the dispatch is in flight")
 	}
+	sent := time.Now()
 	select {
 	case <-rctx.Done():
+		if !errors.Is(context.Cause(rctx), ErrDispatchTimeout) {
+			t.Fatalf("the context ended with cause %v, want ErrDispatchTimeout", context.Cause(rctx))
+		}
+		if took := time.Since(sent); took < 45*time.Millisecond {
+			t.Fatalf("the context ended %v after BeginDispatch, before its 50 ms DispatchTimeout", took)
+		}
 	case <-time.After(2 * time.Second):
 		t.Fatal("the dispatch's context outlived its deadline")
 	}
-	if st := state(t, rc, "s").State; st != StateQuarantined {
-		t.Fatalf("after the deadline the key reads %v, want Quarantined", st)
+	// The context and the coarse clock end the dispatch within a tick of
+	// each other.
+	for start := time.Now(); state(t, rc, "s").State != StateQuarantined; time.Sleep(time.Millisecond) {
+		if time.Since(start) > time.Second {
+			t.Fatalf("a second after the context ended the key reads %v, want Quarantined", state(t, rc, "s").State)
+		}
 	}
 	// A parent with an earlier deadline keeps it.
 	parent, pcancel := context.WithTimeout(context.Background(), time.Millisecond)
@@ -150,5 +161,25 @@ func TestDispatch_DeadlineAndContext(t *testing.T) {
 	defer bcancel()
 	if pdl, _ := parent.Deadline(); func() bool { got, _ := bctx.Deadline(); return !got.Equal(pdl) }() {
 		t.Fatal("the dispatch's context replaced an earlier parent deadline")
+	}
+
+	// An outcome reported in time releases the context from the deadline:
+	// the accepted response's body may take longer than DispatchTimeout.
+	c2, err := rc.TryAcquire("u")
+	must(t, err)
+	defer c2.Done()
+	cd, err := c2.Reservation.BeginDispatch(w1, 1)
+	must(t, err)
+	cctx, ccancel := cd.Context(context.Background())
+	_, err = cd.Complete(Accepted)
+	must(t, err)
+	select {
+	case <-cctx.Done():
+		t.Fatalf("the context of a completed dispatch ended: %v", context.Cause(cctx))
+	case <-time.After(150 * time.Millisecond): // three times DispatchTimeout
+	}
+	ccancel()
+	if !errors.Is(context.Cause(cctx), context.Canceled) {
+		t.Fatalf("cancel: cause %v", context.Cause(cctx))
 	}
 }

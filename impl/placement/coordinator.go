@@ -66,6 +66,9 @@ type Coordinator[T comparable] struct {
 	// testWalkEntry, when set by tests, runs before Quarantined locks each
 	// entry of its walk (with no lock held).
 	testWalkEntry func()
+	// testAfterHandOffCheck, when set by tests, runs in a woken waiter
+	// right after it found no reservation handed to it (no lock held).
+	testAfterHandOffCheck func()
 }
 
 // New returns a coordinator for cfg (a zero Config gives the defaults, so
@@ -330,6 +333,9 @@ func (c *Coordinator[T]) acquireSlow(ctx context.Context, key string, wait bool)
 			if r != nil {
 				return Acquisition[T]{Reservation: r}, nil
 			}
+			if c.testAfterHandOffCheck != nil {
+				c.testAfterHandOffCheck()
+			}
 		}
 		e := c.entryFor(key)
 		e.mu.Lock()
@@ -337,8 +343,26 @@ func (c *Coordinator[T]) acquireSlow(ctx context.Context, key string, wait bool)
 			e.mu.Unlock()
 			continue
 		}
+		if w != nil && we != e && !mutant("ForgetsLateHandOff") {
+			// The queue's entry left the table since the check above. It
+			// may have handed this call the key first (and then let it
+			// time out): that reservation is the answer. A removed entry
+			// hands nothing on, so once that is checked, queue afresh.
+			if e.st == stAbsent {
+				c.removeLocked(e, Event[T]{}, nil) // linked by this call for nothing
+			}
+			e.mu.Unlock()
+			we.mu.Lock()
+			r := w.resv
+			we.mu.Unlock()
+			if r != nil {
+				return Acquisition[T]{Reservation: r}, nil
+			}
+			w, we = nil, nil
+			continue
+		}
 		if w != nil && we != e {
-			w, we = nil, nil // the queue's entry left the table: queue afresh
+			w, we = nil, nil // the bug: a reservation handed meanwhile is forgotten
 		}
 		if c.closed.Load() {
 			// Close came after the entry was found or created: an absent
@@ -853,9 +877,13 @@ func (c *Coordinator[T]) reapLoop(cadence time.Duration) (stopped bool) {
 // Resolve settles a quarantined key: Accepted binds it to the quarantined
 // attempt's target (with no lease and a fresh idle deadline), NotAccepted
 // makes it absent. The attempt id and generation must match the
-// quarantined attempt's (as an *AmbiguousError reports them), else a
-// *FencedError is returned and nothing changes. After Close it returns
-// ErrClosed and changes nothing.
+// quarantined attempt's (as an *AmbiguousError or Quarantined reports
+// them), else a *FencedError is returned and nothing changes. A key that
+// is not quarantined (any more) returns ErrNotQuarantined and nothing
+// changes: absent, initializing or bound, or its quarantine is over (settled
+// by a late result or another Resolve, past its QuarantineTTL, or its
+// target's generation moved on); a resolver treats both errors as "nothing
+// left to settle". After Close it returns ErrClosed and changes nothing.
 //
 // If the target's generation has moved on since the dispatch, an Accepted
 // resolution still settles the quarantine, but the binding is stale at
@@ -940,6 +968,7 @@ func (c *Coordinator[T]) bindLocked(e *entry[T], n uint64, now int64, cur uint64
 		c.noteDeadline(d)
 	}
 	b.slot.counted(b)
+	c.stats.binds.Add(1)
 	e.bound.Store(b)
 	e.st, e.p = stBound, nil
 	e.notifyLocked()

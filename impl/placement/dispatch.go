@@ -199,7 +199,7 @@ func (r *Reservation[T]) CommitAccepted(target T, generation uint64) (Lease[T], 
 		return Lease[T]{}, &FencedError{Generation: generation, CurrentGeneration: cur}
 	}
 	d := c.dispatchLocked(e, r, target, slot, generation, now)
-	d.used = true
+	d.settledLocked()
 	c.emitLocked(Event[T]{Kind: EventCommitted, Key: e.key, Attempt: d.attempt, Generation: generation, Outcome: Accepted},
 		&e.p.target)
 	return c.commitLocked(e, r, now, c.commitGen(e))
@@ -231,7 +231,8 @@ type Dispatch[T comparable] struct {
 	// deadline is when the dispatch times out (BeginDispatch's reading
 	// plus DispatchTimeout), on the coordinator's clock.
 	deadline int64
-	used     bool // guarded by e.mu
+	used     bool          // guarded by e.mu
+	timers   []*time.Timer // Context's deadline timers, stopped by the outcome (guarded by e.mu)
 }
 
 // Attempt returns the attempt id, which a router may send to the target as
@@ -269,19 +270,55 @@ func (d *Dispatch[T]) Remaining() time.Duration {
 	return max(0, time.Duration(d.deadline-d.c.now()))
 }
 
-// Context returns a copy of parent for the upstream call that forwards
-// this dispatch: with the default clock (or PreciseClock) it is done when
-// the dispatch's deadline passes (after Remaining, or earlier if parent's
-// own deadline is), so a router sizes its upstream timeout to the
-// dispatch and reports Ambiguous when it fires. With a ManualClock the
-// coordinator's time is the simulation's, not the wall clock's, so no
-// deadline is added: the host times dispatches out by advancing its clock.
-// Call the returned cancel when the call ends, as with context.WithTimeout.
+// Context returns a copy of parent for the whole upstream call that
+// forwards this dispatch. If the dispatch's deadline passes while it is
+// still in flight (no outcome reported), the context is cancelled with
+// cause ErrDispatchTimeout (context.Cause), so the call stops waiting and
+// the router reports Ambiguous. Once an outcome is reported (Complete, or
+// Drop), the deadline no longer applies: a response accepted in time may
+// stream its body for as long as it takes, under parent's own deadline.
+// Call the returned cancel when the call ends (the whole body read), as
+// with context.WithCancel.
+//
+// The deadline runs on the runtime's timer, the default coarse clock on
+// its ticks: the two see it within one tick of each other. With a
+// ManualClock the coordinator's time is the simulation's, not the wall
+// clock's, so no deadline is added: the host times dispatches out by
+// advancing its clock.
 func (d *Dispatch[T]) Context(parent context.Context) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancelCause(parent)
 	if d.c.manual != nil {
-		return context.WithCancel(parent)
+		return ctx, func() { cancel(context.Canceled) }
 	}
-	return context.WithTimeout(parent, d.Remaining())
+	e := d.e
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if d.used {
+		return ctx, func() { cancel(context.Canceled) }
+	}
+	t := time.AfterFunc(d.Remaining(), func() {
+		e.mu.Lock()
+		inFlight := !d.used
+		e.mu.Unlock()
+		if inFlight {
+			cancel(ErrDispatchTimeout)
+		}
+	})
+	d.timers = append(d.timers, t)
+	return ctx, func() {
+		t.Stop()
+		cancel(context.Canceled)
+	}
+}
+
+// settledLocked marks the guard used (its outcome is reported) and stops
+// the deadline timers of its contexts.
+func (d *Dispatch[T]) settledLocked() {
+	d.used = true
+	for _, t := range d.timers {
+		t.Stop()
+	}
+	d.timers = nil
 }
 
 // Complete reports the attempt's outcome. It returns a Lease only with a
@@ -333,7 +370,7 @@ func (d *Dispatch[T]) Complete(o Outcome) (Lease[T], error) {
 		e.mu.Unlock()
 		return Lease[T]{}, ErrClosed
 	}
-	d.used = true
+	d.settledLocked()
 	if !current && mutant("AcceptsStaleAttempt") && o == Accepted && !e.removed {
 		if e.p == nil {
 			e.p = &pending[T]{}

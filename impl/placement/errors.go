@@ -22,8 +22,14 @@ var (
 	ErrFenced = errors.New("placement: stale attempt or generation")
 	// ErrNotQuarantined: Resolve named a key that is not quarantined.
 	ErrNotQuarantined = errors.New("placement: session is not quarantined")
-	// ErrReservationLost: the reservation was cancelled, used, or revoked by the initialization timeout.
+	// ErrReservationLost: the reservation was cancelled, used, revoked by
+	// ReserveTimeout, or ended by a late DefinitelyNotAccepted (its dispatch
+	// had timed out into a quarantine, which the late result settled): to
+	// place the session again, Acquire again.
 	ErrReservationLost = errors.New("placement: reservation is no longer held")
+	// ErrDispatchTimeout is the cause (context.Cause) of a Dispatch.Context
+	// that ended because the dispatch's deadline passed with no outcome.
+	ErrDispatchTimeout = errors.New("placement: the dispatch's deadline passed with no outcome")
 	// ErrWouldWait: TryAcquire found another request initializing the key.
 	ErrWouldWait = errors.New("placement: another request is initializing the session")
 	// ErrCancelled: the context ended while Acquire waited.

@@ -69,7 +69,7 @@ func serve(ctx context.Context, c *placement.Coordinator[Worker], session string
 		return err // *AmbiguousError: quarantined until resolved; *CapacityError; ...
 	}
 	defer a.Done() // gives back whatever the request still holds, on every path
-	if a.Hit() {   // bound: reuse the worker
+	if a.Hit() {   // bound: reuse the worker (a later turn carries no attempt: 0)
 		forward(ctx, a.Lease.Target(), 0)
 		return nil
 	}
@@ -81,15 +81,17 @@ func serve(ctx context.Context, c *placement.Coordinator[Worker], session string
 		}
 		tried[w] = true
 		d, err := a.Reservation.BeginDispatch(w, c.Generation(w))
-		if err != nil {
-			return err // ErrReservationLost: ReserveTimeout passed
+		if errors.Is(err, placement.ErrFenced) {
+			continue // w restarted since Generation was read: try another
+		} else if err != nil {
+			return err // ErrReservationLost: ReserveTimeout passed, or a late refusal ended it
 		}
-		dctx, cancel := d.Context(ctx)       // the upstream call gets the dispatch's time
+		dctx, cancel := d.Context(ctx)       // ends if the worker takes longer than DispatchTimeout to accept
 		out := forward(dctx, w, d.Attempt()) // the attempt id is the worker's idempotency key
-		cancel()
-		_, err = d.Complete(out) // a nil error: bound, and Done releases the lease
+		_, err = d.Complete(out)             // a nil error: bound, and Done releases the lease
+		cancel()                             // once Complete reports it, a body may stream under dctx past the deadline
 		if !errors.Is(err, placement.ErrNotAccepted) {
-			return err // *AmbiguousError: quarantined; ErrStaleAtBirth: w restarted meanwhile
+			return err // *AmbiguousError: quarantined; ErrStaleAtBirth: answered, but w restarted: nothing bound
 		}
 	}
 }

@@ -6,9 +6,10 @@ import (
 	"testing"
 )
 
-// TestReadmeRequestIsCompiled: the request in the README's "Using it" is
-// serve in example_test.go, word for word (tabs shown as four spaces), so
-// the README's example compiles and Example_request runs it.
+// TestReadmeRequestIsCompiled: the request in the README's "Quick start" is
+// serve (and its helper leastLoaded) in example_test.go, word for word
+// (tabs shown as four spaces), so the README's example compiles and
+// Example_request runs it.
 func TestReadmeRequestIsCompiled(t *testing.T) {
 	readme, err := os.ReadFile("../../README.md")
 	if err != nil {
@@ -18,19 +19,21 @@ func TestReadmeRequestIsCompiled(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	fn := func(text, what string) string {
-		i := strings.Index(text, "func serve(")
+	fn := func(text, name, what string) string {
+		i := strings.Index(text, "func "+name+"(")
 		if i < 0 {
-			t.Fatalf("%s has no func serve", what)
+			t.Fatalf("%s has no func %s", what, name)
 		}
 		j := strings.Index(text[i:], "\n}\n")
 		if j < 0 {
-			t.Fatalf("%s: func serve does not end", what)
+			t.Fatalf("%s: func %s does not end", what, name)
 		}
 		return text[i : i+j+3]
 	}
-	want := strings.ReplaceAll(fn(string(src), "example_test.go"), "\t", "    ")
-	if got := fn(string(readme), "README.md"); got != want {
-		t.Fatalf("the README's request differs from serve in example_test.go:\n%s\nwant:\n%s", got, want)
+	for _, name := range []string{"serve", "leastLoaded"} {
+		want := strings.ReplaceAll(fn(string(src), name, "example_test.go"), "\t", "    ")
+		if got := fn(string(readme), name, "README.md"); got != want {
+			t.Fatalf("the README's %s differs from example_test.go's:\n%s\nwant:\n%s", name, got, want)
+		}
 	}
 }

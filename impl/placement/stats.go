@@ -15,6 +15,7 @@ type counters struct {
 	deadHits       atomic.Int64      // hits of dead bindings and of wrapped epochs
 	hitsShown      atomic.Int64      // the largest Hits that Stats has returned
 	reservations   atomic.Int64
+	binds          atomic.Int64
 	waits          atomic.Int64
 	capacity       atomic.Int64
 	quarantines    atomic.Int64
@@ -30,8 +31,14 @@ type counters struct {
 
 // Stats are cumulative counts since New, and what the table holds now.
 type Stats struct {
-	Hits               int64 // acquisitions that found a live binding
-	Reservations       int64 // acquisitions that reserved the key
+	Hits         int64 // acquisitions that found a live binding
+	Reservations int64 // acquisitions that reserved the key
+	// Binds counts the bindings made: an Accepted dispatch (in time, or
+	// CommitAccepted) or a quarantine settled Accepted (a late result, or
+	// Resolve); a binding stale at birth is not one. Every binding is
+	// counted once here and ends once (Expirations, or an invalidation,
+	// a close or its target's bump).
+	Binds              int64
 	Waits              int64 // acquisitions that waited for an initializer
 	CapacityRejections int64 // acquisitions refused by a full table
 	Quarantines        int64 // dispatches quarantined (ambiguous, dropped, timed out)
@@ -131,6 +138,7 @@ func (c *Coordinator[T]) Stats() Stats {
 	return Stats{
 		Hits:               hits,
 		Reservations:       c.stats.reservations.Load(),
+		Binds:              c.stats.binds.Load(),
 		Waits:              c.stats.waits.Load(),
 		CapacityRejections: c.stats.capacity.Load(),
 		Quarantines:        c.stats.quarantines.Load(),

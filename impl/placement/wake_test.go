@@ -2,6 +2,7 @@ package placement
 
 import (
 	"errors"
+	"sync"
 	"testing"
 	"time"
 )
@@ -129,5 +130,48 @@ func TestAcquire_EveryEndOfAnInitializationWakesItsWaiters(t *testing.T) {
 		case s.want(w) != nil:
 			t.Errorf("%s: the waiter got %+v, %v: %v", s.key, w.a, w.err, s.want(w))
 		}
+	}
+}
+
+// A waiter handed the key between its check for a hand-off and its next
+// look at the table answers with that reservation, even when the
+// reservation then timed out and the key's entry left the table before the
+// waiter looked (found by Porcupine under load: the waiter queued afresh on
+// the key's next entry and returned a later hit, acquiring after the
+// reservation it had been given, which no history allows).
+func TestContract_HandOffBetweenCheckAndLookIsKept(t *testing.T) {
+	c, clk := manual(t, func(c *Config[target]) { c.ReserveTimeout, c.IdleTTL = 2*time.Second, time.Second })
+	a := reserve(t, c, "s")
+	got := waiter(c, "s")
+	var once sync.Once
+	leaseCh := make(chan Lease[target], 1)
+	c.testAfterHandOffCheck = func() {
+		once.Do(func() {
+			// The waiter was woken by the commit and found no hand-off;
+			// before it looks at the table again: the binding expires, a
+			// newcomer's access hands the key to it, the reservation times
+			// out and the key's entry leaves the table for a new one.
+			l := <-leaseCh
+			must(t, l.Release())
+			jump(clk, time.Second)
+			if _, err := c.TryAcquire("s"); !errors.Is(err, ErrWouldWait) {
+				t.Errorf("the newcomer: %v, want ErrWouldWait (the key handed to the waiter)", err)
+			}
+			jump(clk, 2*time.Second)
+			a, err := c.TryAcquire("s")
+			if err != nil || a.Reservation == nil {
+				t.Errorf("after the handed reservation timed out: %v, want a reservation", err)
+			}
+		})
+	}
+	l, err := a.CommitAccepted(w1, 1) // wakes the waiter
+	must(t, err)
+	leaseCh <- l
+	w := recvWithin(t, got, wakeLimit, "the waiter handed the key")
+	if w.err != nil || w.a.Reservation == nil {
+		t.Fatalf("the waiter: %v (hit %v), want the reservation it was handed", w.err, w.a.Hit())
+	}
+	if _, err := w.a.Reservation.BeginDispatch(w1, 1); !errors.Is(err, ErrReservationLost) {
+		t.Fatalf("the handed reservation, which timed out: %v, want ErrReservationLost", err)
 	}
 }

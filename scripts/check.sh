@@ -1,0 +1,129 @@
+#!/usr/bin/env bash
+# The repository's two jobs, step by step:
+#
+#   scripts/check.sh test     what `make test` (and CI's .ci/run) runs
+#   scripts/check.sh verify   what `make verify` runs: test's steps, then
+#                             the longer checks, ending with a report table
+#
+# Every step runs under an explicit time limit, prints a line when it
+# starts and when it ends (its result, its time, the time so far), and keeps
+# its whole output in a log under one directory named before the first
+# step. A failed step prints its log's last lines; the job goes on to the
+# next step and fails at the end. Nothing is explored twice: the
+# conformance step explores every committed TLC config once (the race step
+# skips it).
+set -uo pipefail
+cd "$(dirname "$0")/.."
+mode=${1:-test}
+case $mode in test|verify) ;; *) echo "usage: $0 test|verify" >&2; exit 2 ;; esac
+GO=${GO:-go}
+out=${CHECK_LOG_DIR:-$(mktemp -d -t "placement-$mode.XXXXXX")}
+mkdir -p "$out"
+echo "check: $mode: logs in $out"
+job_start=$(date +%s)
+rows=()
+failed=0
+names=() limits=()
+
+# step NAME LIMIT: runs the function s_NAME (a bash function, exported so
+# that timeout(1) can run it) within LIMIT, a duration for timeout(1).
+step() { names+=("$1"); limits+=("$2"); export -f "s_$1"; }
+export GO
+
+s_gofmt() {
+  local bad
+  bad=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))
+  [ -z "$bad" ] || { echo "not gofmt-formatted:"; echo "$bad"; return 1; }
+  echo "all files formatted"
+}
+s_vet() { "$GO" vet ./... && echo "no findings"; }
+s_staticcheck() { "$GO" run honnef.co/go/tools/cmd/staticcheck@v0.8.2 ./... && echo "no findings"; }
+# The model's TestConformance runs once, in the conformance step, without
+# the race detector.
+s_race() { "$GO" test -race -count=1 -timeout 15m -skip 'TestConformance$' ./...; }
+s_conformance() { "$GO" test -count=1 -timeout 15m -run 'TestConformance$' -v ./model/; }
+s_bench_smoke() { "$GO" test -count=1 -timeout 8m -run '^$' -bench . -benchtime 1x ./benchmarks/; }
+s_bug_zoo() { "$GO" run ./linearizability/cmd/mutants; }
+s_bug_zoo_bounds() { "$GO" run ./linearizability/cmd/mutants -bounds; }
+s_linearizability_campaign() {
+  LINEARIZABILITY_SEEDS=32 LINEARIZABILITY_OPS=1000 LINEARIZABILITY_SEED=1000 \
+    "$GO" test -count=1 -timeout 15m -run 'TestLinearizable$' -v ./linearizability/
+}
+s_fuzz() { make --no-print-directory fuzz FUZZTIME=50000x; }
+s_tlc() { spec/tla/tlc.sh; }
+
+step gofmt 2m
+step vet 10m
+step staticcheck 15m
+step race 20m
+step conformance 20m
+step bench_smoke 10m
+step bug_zoo 15m
+if [ "$mode" = verify ]; then
+  step bug_zoo_bounds 45m
+  step linearizability_campaign 20m
+  step fuzz 30m
+  step tlc 120m
+fi
+
+detail() { # name log: one line that says what the step found
+  case $1 in
+    race) echo "$(grep -cE '^ok' "$2") packages passed" ;;
+    conformance) grep -cE '^    --- PASS' "$2" | sed 's/$/ configs match TLC/' ;;
+    linearizability_campaign) grep -oE '[0-9]+ operations checked in [^ ]+ \([0-9]+ ops/s\)' "$2" | tail -1 ;;
+    bug_zoo) grep -E '^caught' "$2" ;;
+    bug_zoo_bounds) grep -E '^longest plain run' "$2" ;;
+    fuzz) grep -cE '^ok' "$2" | sed 's/$/ fuzz targets ran clean/' ;;
+    bench_smoke) echo "every benchmark ran once" ;;
+    tlc) grep -E '^tlc: (SKIPPING|MC)' "$2" | head -1 ;;
+    *) tail -1 "$2" ;;
+  esac
+}
+
+fmt_time() { printf '%dm%02ds' $(($1 / 60)) $(($1 % 60)); }
+
+n=${#names[@]}
+for ((i = 1; i <= n; i++)); do
+  name=${names[i-1]} limit=${limits[i-1]}
+  log="$out/$name.log"
+  echo "check: [$i/$n] $name: started (limit $limit)"
+  start=$(date +%s)
+  timeout --kill-after=30s "$limit" bash -c "s_$name" >"$log" 2>&1 &
+  pid=$!
+  # A heartbeat every minute, so a long step is never silent.
+  beat=0
+  while kill -0 "$pid" 2>/dev/null; do
+    sleep 1
+    beat=$((beat + 1))
+    if [ $((beat % 60)) -eq 0 ]; then
+      echo "check: [$i/$n] $name: running for $(fmt_time $beat); last line: $(tail -1 "$log" | cut -c1-100)"
+    fi
+  done
+  wait "$pid"
+  status=$?
+  end=$(date +%s)
+  result=PASS
+  if [ $status -eq 124 ] || [ $status -eq 137 ]; then
+    result=TIMEOUT
+  elif [ $status -ne 0 ]; then
+    result=FAIL
+  fi
+  grep -q '^tlc: SKIPPING' "$log" && result=SKIP
+  [ "$result" = PASS ] || [ "$result" = SKIP ] || failed=1
+  took=$((end - start))
+  echo "check: [$i/$n] $name: $result in $(fmt_time $took) (job so far $(fmt_time $((end - job_start)))); log: $log"
+  if [ "$result" = FAIL ] || [ "$result" = TIMEOUT ]; then
+    echo "---- last lines of $log ----"
+    tail -80 "$log"
+    echo "----"
+  fi
+  rows+=("$(printf '%-26s %-7s %7s  %s' "$name" "$result" "$(fmt_time $took)" "$(detail "$name" "$log")")")
+done
+
+echo
+echo "placement $mode report ($(date -u +%Y-%m-%dT%H:%MZ), $($GO version | cut -d' ' -f3), $(nproc) cores, logs in $out)"
+printf '%-26s %-7s %7s  %s\n' CHECK RESULT TIME DETAIL
+printf '%s\n' "${rows[@]}"
+echo "check: $mode took $(fmt_time $(($(date +%s) - job_start)))"
+if [ $failed -ne 0 ]; then echo "check: $mode FAILED"; exit 1; fi
+echo "check: $mode: all checks passed"
