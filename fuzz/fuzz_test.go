@@ -74,12 +74,23 @@ func FuzzConfig(f *testing.F) {
 	f.Add(int64(time.Second), int64(time.Second), 1, 1, int64(0))
 	f.Add(int64(0), int64(-1), 0, -5, int64(math.MaxInt64))
 	f.Add(int64(366*24*time.Hour), int64(time.Hour), 65536, 256, int64(math.MaxInt64-int64(time.Second)))
+	f.Add(int64(999_999_929), int64(999_999_929), 9, 47, int64(0)) // sub-second: valid on a manual clock
+	f.Add(int64(0), int64(0), 0, 0, int64(0))                      // the zero Config: every default
 	f.Fuzz(func(t *testing.T, ttl, init int64, maxEntries, maxKey int, clockStart int64) {
 		cfg := placement.Config[int]{IdleTTL: time.Duration(ttl), ReserveTimeout: time.Duration(init), DispatchTimeout: time.Duration(init),
 			MaxEntries: maxEntries, MaxKeyBytes: maxKey, Clock: placement.NewManualClock(time.Duration(clockStart))}
-		inRange := func(d int64) bool { return d >= int64(time.Second) && d <= int64(placement.MaxDuration) }
-		valid := inRange(ttl) && inRange(init) && maxEntries > 0 && maxKey > 0 &&
-			clockStart <= math.MaxInt64-max(ttl, init)
+		// Zero is the default; otherwise, on a manual clock, 1 ns .. MaxDuration.
+		inRange := func(d int64) bool { return d == 0 || d >= 1 && d <= int64(placement.MaxDuration) }
+		or := func(d int64, def time.Duration) int64 {
+			if d == 0 {
+				return int64(def)
+			}
+			return d
+		}
+		span := max(or(ttl, placement.DefaultIdleTTL), or(init, placement.DefaultReserveTimeout),
+			or(init, placement.DefaultDispatchTimeout), int64(placement.DefaultQuarantineTTL))
+		valid := inRange(ttl) && inRange(init) && maxEntries >= 0 && maxKey >= 0 &&
+			clockStart <= math.MaxInt64-span
 		c, err := placement.New[int](cfg)
 		if valid != (err == nil) {
 			t.Fatalf("New(%+v): %v (valid %v)", cfg, err, valid)
