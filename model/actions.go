@@ -72,6 +72,7 @@ type ops struct {
 	Close              func(m *Model, s *State, r int) (State, Result, bool)
 	Room               func(m *Model, s *State, k int) bool
 	Leaves             func(n *State, r, k int)
+	Joins              func(n *State, r, k int)
 	// noSystemFairness drops SystemFairness (BugNoSystemFairness).
 	noSystemFairness bool
 }
@@ -96,6 +97,7 @@ func New(cfg Config) (*Model, error) {
 		Close:              closeLease,
 		Room:               room,
 		Leaves:             Leaves,
+		Joins:              Joins,
 	}}, nil
 }
 
@@ -250,7 +252,7 @@ func acquireCases(m *Model, s *State, r, k int, hit, amb, queue bool) (State, Re
 		return n, Result{Kind: ResHit, Target: e.Target, Gen: e.TGen, Attempt: e.Attempt}, true
 	case Initializing(&e) || queue: // someone initializes, or waiters are ahead: wait
 		n.Req[r] = reqAt(PcWaiting, k, 0)
-		Joins(&n, r, k)
+		m.ops.Joins(&n, r, k)
 		return n, Result{Kind: ResWait, Target: None}, true
 	case amb: // Ambiguous error
 		n.Req[r] = IdleReq

@@ -92,6 +92,9 @@ var variants = map[string]variant{
 	"BugRoomPerKeyCount": {"Room",
 		"room counts each other key on its own (a per-shard count), invisible with two keys",
 		func(o *ops) { o.Room = bugRoomPerKeyCount }},
+	"BugJoinsAtFront": {"Joins",
+		"a waiter joins its key's queue at the front, overtaking those already waiting",
+		func(o *ops) { o.Joins = bugJoinsAtFront }},
 }
 
 // VariantNames lists the broken variants the model knows, sorted.
@@ -322,4 +325,8 @@ func bugCompleteRearmsReservation(m *Model, s *State, r int, o Outcome) (State, 
 		n.Table[k] = reservedEntry(r, s.Now+m.Cfg.ReserveTimeout) // BUG: re-armed
 	}
 	return n, res, ok
+}
+
+func bugJoinsAtFront(n *State, r, k int) {
+	n.Waitq[k] = append([]int{r}, n.Waitq[k]...) // BUG: at the front
 }

@@ -142,11 +142,18 @@ func oneInitializer(m *Model, s *State) bool {
 }
 
 // WaitQueuesMatchWaiters: the wait queues hold exactly the waiting
-// requests, each once, on the key it waits for.
+// requests, each once, on the key it waits for, in the order they began to
+// wait (the ghost Arrivals).
 func waitQueuesMatchWaiters(m *Model, s *State) bool {
 	seen := make([]bool, len(s.Req))
 	for k, q := range s.Waitq {
-		for _, r := range q {
+		if len(q) != len(s.Arrivals[k]) {
+			return false
+		}
+		for i, r := range q {
+			if s.Arrivals[k][i] != r {
+				return false
+			}
 			if r < 0 || r >= len(s.Req) || seen[r] || s.Req[r].Pc != PcWaiting || s.Req[r].Key != k {
 				return false
 			}
@@ -203,10 +210,11 @@ func withinCapacity(m *Model, s *State) bool {
 }
 
 // The definitions below mirror the spec's property definitions (IsLive,
-// InFlight, QuarantineHolds, TakesPlace, GuardIsCurrent, KeepsBinding, KeepsAttempt,
-// Settles, EndsLease). Properties use only these and the step's label, never
-// the actions or the definitions actions use, so a broken variant cannot
-// change what it is judged against.
+// InFlight, QuarantineHolds, TakesPlace, GuardIsCurrent, KeepsBinding,
+// KeepsAttempt, Settles, EndsLease).
+// Properties use only these, the ghosts and the step's label, never the
+// actions or the helpers actions use, so a broken variant cannot change what
+// it is judged against (TestGoPropertiesUseOwnFunctions).
 
 func isLive(s *State, e *Entry) bool {
 	return e.St == Bound && s.Gen[e.Target] == e.TGen && !(e.Leases == 0 && e.Deadline <= s.Now)
@@ -429,12 +437,13 @@ func refusedOnlyWhenFull(m *Model, s *State, l Label, t *State) bool {
 }
 
 // WaitersServedInOrder: a key that was not initializing is reserved only by
-// the request that has waited on it longest, if any waits.
+// the request that has waited on it longest (the first of the ghost
+// Arrivals, not the head of the queue the actions keep), if any waits.
 func waitersServedInOrder(m *Model, s *State, l Label, t *State) bool {
 	for k := range s.Table {
 		a := &s.Table[k]
-		if a.St != Reserved && a.St != Dispatching && t.Table[k].St == Reserved && len(s.Waitq[k]) > 0 &&
-			l.R != s.Waitq[k][0] {
+		if a.St != Reserved && a.St != Dispatching && t.Table[k].St == Reserved && len(s.Arrivals[k]) > 0 &&
+			l.R != s.Arrivals[k][0] {
 			return false
 		}
 	}

@@ -349,6 +349,10 @@ BugReservationTimeoutUsesDispatchTimeout(k) ==
     /\ table' = [table EXCEPT ![k] = AbsentEntry]
     /\ req' = [req EXCEPT ![e.holder].pc = "Revoked"]
     /\ UNCHANGED <<now, gen, nextAttempt, waitq>>
+
+(* A waiter joins the queue at its front: a newcomer overtakes the         *)
+(* requests already waiting.                                               *)
+BugJoinsAtFront(r, k) == waitq' = [waitq EXCEPT ![k] = <<r>> \o @]    \* BUG
 -----------------------------------------------------------------------------
 (* Witnesses. Each says that an interesting situation never happens; its   *)
 (* MCWitness*.cfg must report it violated, which shows that the constants  *)

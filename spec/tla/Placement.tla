@@ -44,7 +44,8 @@ VARIABLES
     table,        \* key -> entry
     req,          \* request -> what the request holds
     waitq,        \* key -> its waiting requests, longest waiter first
-    since,        \* ghost: key -> when its current initialization began (0 if none)
+    since,        \* ghost: key -> when its current initialization or quarantine began (0 if none)
+    arrivals,     \* ghost: key -> the requests waiting on it, in the order they began to wait
     step          \* ghost: the label of the step just taken (see Next)
 
 vars == <<now, gen, nextAttempt, table, req, waitq>>
@@ -56,13 +57,17 @@ vars == <<now, gen, nextAttempt, table, req, waitq>>
 (* cannot change it, and no action reads it. It is not part of the        *)
 (* protocol's state: `View` leaves it out, so TLC and the Go model count   *)
 (* and compare the same states.                                            *)
-(* The ghost `since` records when each key's current phase began, also    *)
-(* set in Next: its initialization (its reservation, dispatches and        *)
-(* rollbacks), or its quarantine. It is                                    *)
-(* part of the view, but a function of the protocol's state whenever the   *)
-(* protocol is right, so it adds no states to the correct configs.         *)
-allvars == <<vars, since, step>>
-View == <<vars, since>>
+(* The ghost `since` records when each key's current phase began: its     *)
+(* initialization (its reservation, dispatches and rollbacks), or its      *)
+(* quarantine. The ghost `arrivals` records, for each key, the requests    *)
+(* waiting on it in the order they began to wait. Both are set in Spec's   *)
+(* next-state relation, outside every action, by definitions of their own  *)
+(* (TrackSince, TrackArrivals: no action or definition an action uses), so *)
+(* a broken variant cannot move them. They are part of the view, but       *)
+(* functions of the protocol's state whenever the protocol is right, so    *)
+(* they add no states to the correct configs.                              *)
+allvars == <<vars, since, arrivals, step>>
+View == <<vars, since, arrivals>>
 
 EntryStates == {"Absent", "Reserved", "Dispatching", "Bound", "Quarantined"}
 Pcs == {"Idle", "Waiting", "Reserved", "Revoked", "Dispatching", "Late", "Holding"}
@@ -125,6 +130,7 @@ Init ==
     /\ req = [r \in Requests |-> IdleReq]
     /\ waitq = [k \in Keys |-> <<>>]
     /\ since = [k \in Keys |-> 0]
+    /\ arrivals = [k \in Keys |-> <<>>]
     /\ step = Label("Init", NoReq, NoKey, NoTarget, 0, 0, "None", 0)
 
 -----------------------------------------------------------------------------
@@ -354,16 +360,6 @@ Did(act, r, k, t, a, g, o, time) == step' = Label(act, r, k, t, a, g, o, time)
 ByReq(act, r) == Did(act, r, NoKey, NoTarget, 0, 0, "None", 0)
 OnKey(act, k) == Did(act, NoReq, k, NoTarget, 0, 0, "None", 0)
 
-(* since: a key that starts a phase (initializing: reserved from any     *)
-(* other state; quarantined) records the time; one that ends it forgets.  *)
-(* A quarantine begins when its attempt became ambiguous (Began).          *)
-Phase(e) == IF e.st \in {"Reserved", "Dispatching"} THEN "Init"
-            ELSE IF e.st = "Quarantined" THEN "Quarantine" ELSE "None"
-TrackSince ==
-    since' = [k \in Keys |-> IF Phase(table'[k]) = "None" THEN 0
-                             ELSE IF Phase(table[k]) = Phase(table'[k]) THEN since[k]
-                             ELSE Began(table[k])]
-
 Next ==
     \/ \E r \in Requests, k \in Keys : Acquire(r, k) /\ Did("Acquire", r, k, NoTarget, 0, 0, "None", 0)
     \/ \E r \in Requests : Cancel(r) /\ ByReq("Cancel", r)
@@ -405,7 +401,39 @@ SystemFairness ==
 
 Fairness == ClientFairness /\ SystemFairness
 
-Spec == Init /\ [][Next /\ TrackSince]_allvars /\ Fairness
+-----------------------------------------------------------------------------
+(* The ghosts, kept outside every action and written with definitions of  *)
+(* their own: no action, and no definition an action uses (Began, Joins,   *)
+(* Leaves, ...), so a broken variant of one cannot move the ghost with it. *)
+
+(* since: a key that starts a phase (initializing: reserved from any     *)
+(* other state; quarantined) records when; one that ends it forgets. A     *)
+(* phase begins now, except a quarantine whose dispatch was past its       *)
+(* deadline: its attempt became ambiguous at that deadline, however late   *)
+(* the timeout (or the Ambiguous report) is applied.                       *)
+Phase(e) == IF e.st \in {"Reserved", "Dispatching"} THEN "Init"
+            ELSE IF e.st = "Quarantined" THEN "Quarantine" ELSE "None"
+PhaseStart(k) ==
+    IF table[k].st = "Dispatching" /\ table[k].deadline <= now THEN table[k].deadline ELSE now
+TrackSince ==
+    since' = [k \in Keys |-> IF Phase(table'[k]) = "None" THEN 0
+                             ELSE IF Phase(table[k]) = Phase(table'[k]) THEN since[k]
+                             ELSE PhaseStart(k)]
+
+(* arrivals: said of what the requests hold only (req and req'). A request *)
+(* that stops waiting on k leaves k's sequence; one that begins to wait on *)
+(* k is appended. Only Acquire(r, k) makes a request wait, one at a time;  *)
+(* should a step make several begin to wait on one key, none is appended,  *)
+(* and WaitQueuesMatchWaiters reports it.                                  *)
+WaitsOn(q, k) == q.pc = "Waiting" /\ q.key = k
+BeganToWait(k) == {x \in Requests : WaitsOn(req'[x], k) /\ ~WaitsOn(req[x], k)}
+TrackArrivals ==
+    arrivals' = [k \in Keys |->
+                   SelectSeq(arrivals[k], LAMBDA x : WaitsOn(req'[x], k))
+                   \o IF Cardinality(BeganToWait(k)) = 1
+                      THEN <<CHOOSE x \in BeganToWait(k) : TRUE>> ELSE <<>>]
+
+Spec == Init /\ [][Next /\ TrackSince /\ TrackArrivals]_allvars /\ Fairness
 
 -----------------------------------------------------------------------------
 (* What the properties below promise is said with these definitions only,  *)
@@ -475,12 +503,14 @@ OneInitializer ==
             /\ req[table[k].holder].pc = table[k].st
 
 (* The wait queues hold exactly the waiting requests, each once, on the   *)
-(* key it waits for.                                                       *)
+(* key it waits for, in the order they began to wait (the ghost            *)
+(* `arrivals`).                                                            *)
 WaitQueuesMatchWaiters ==
     \A k \in Keys :
         /\ \A i, j \in 1..Len(waitq[k]) : i # j => waitq[k][i] # waitq[k][j]
         /\ {waitq[k][i] : i \in 1..Len(waitq[k])} =
               {r \in Requests : req[r].pc = "Waiting" /\ req[r].key = k}
+        /\ waitq[k] = arrivals[k]
 
 (* Leases are never negative and equal the outstanding lease handles on    *)
 (* the current binding version; other entry states hold no leases.         *)
@@ -616,11 +646,13 @@ RefusedOnlyWhenFull ==
           PlacesTaken(Keys \ {step'.k}) >= Capacity]_allvars
 
 (* First come, first served: a key that was not initializing is reserved  *)
-(* only by the request that has waited on it longest, if any waits.       *)
+(* only by the request that has waited on it longest, if any waits: the   *)
+(* first of the ghost `arrivals`, not the head of the queue the actions   *)
+(* keep.                                                                   *)
 WaitersServedInOrder ==
     [][\A k \in Keys :
           (/\ table[k].st \notin {"Reserved", "Dispatching"} /\ table'[k].st = "Reserved"
-           /\ waitq[k] # <<>>) => step'.r = Head(waitq[k])]_allvars
+           /\ arrivals[k] # <<>>) => step'.r = Head(arrivals[k])]_allvars
 
 -----------------------------------------------------------------------------
 (* Liveness under Fairness.                                                *)
