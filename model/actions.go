@@ -71,6 +71,7 @@ type ops struct {
 	DispatchTimeout    func(m *Model, s *State, k int) (State, Result, bool)
 	Close              func(m *Model, s *State, r int) (State, Result, bool)
 	Room               func(m *Model, s *State, k int) bool
+	CurrentAttempt     func(m *Model, s *State, r int) bool
 	Leaves             func(n *State, r, k int)
 	Joins              func(n *State, r, k int)
 	// noSystemFairness drops SystemFairness (BugNoSystemFairness).
@@ -96,6 +97,7 @@ func New(cfg Config) (*Model, error) {
 		DispatchTimeout:    dispatchTimeout,
 		Close:              closeLease,
 		Room:               room,
+		CurrentAttempt:     currentAttempt,
 		Leaves:             Leaves,
 		Joins:              Joins,
 	}}, nil
@@ -332,7 +334,9 @@ func dispatchUnder(m *Model, s *State, r, t, g int) (State, Result, bool) {
 // CurrentAttempt reports whether the attempt request r's dispatch guard
 // names is still its key's Dispatching attempt, or its Quarantined one and
 // the quarantine is not over.
-func (m *Model) CurrentAttempt(s *State, r int) bool {
+func (m *Model) CurrentAttempt(s *State, r int) bool { return m.ops.CurrentAttempt(m, s, r) }
+
+func currentAttempt(m *Model, s *State, r int) bool {
 	q := s.Req[r]
 	if q.Key == None {
 		return false

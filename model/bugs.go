@@ -92,6 +92,12 @@ var variants = map[string]variant{
 	"BugRoomPerKeyCount": {"Room",
 		"room counts each other key on its own (a per-shard count), invisible with two keys",
 		func(o *ops) { o.Room = bugRoomPerKeyCount }},
+	"BugResolveOverQuarantine": {"Resolve",
+		"a Resolve acts on a quarantine that is over (QuarantineTTL passed, or its generation moved on)",
+		func(o *ops) { o.Resolve = bugResolveOverQuarantine }},
+	"BugCurrentAttemptAnyQuarantine": {"CurrentAttempt",
+		"a late guard is current on any quarantine of its attempt, over or not",
+		func(o *ops) { o.CurrentAttempt = bugCurrentAttemptAnyQuarantine }},
 	"BugJoinsAtFront": {"Joins",
 		"a waiter joins its key's queue at the front, overtaking those already waiting",
 		func(o *ops) { o.Joins = bugJoinsAtFront }},
@@ -325,6 +331,26 @@ func bugCompleteRearmsReservation(m *Model, s *State, r int, o Outcome) (State, 
 		n.Table[k] = reservedEntry(r, s.Now+m.Cfg.ReserveTimeout) // BUG: re-armed
 	}
 	return n, res, ok
+}
+
+func bugResolveOverQuarantine(m *Model, s *State, k, a, g int, o Resolution) (State, Result, bool) {
+	e := s.Table[k]
+	if e.St != Quarantined {
+		return State{}, noResult, false
+	}
+	if a != e.Attempt || g != e.TGen { // BUG: a quarantine that is over is not fenced
+		return s.Clone(), Result{Kind: ResFenced, Target: e.Target, Gen: e.TGen, Attempt: e.Attempt}, true
+	}
+	return applyResolution(m, s, k, o)
+}
+
+func bugCurrentAttemptAnyQuarantine(m *Model, s *State, r int) bool {
+	q := s.Req[r]
+	if q.Key == None {
+		return false
+	}
+	e := &s.Table[q.Key]
+	return (e.St == Dispatching || e.St == Quarantined) && e.Attempt == q.Attempt // BUG: over or not
 }
 
 func bugJoinsAtFront(n *State, r, k int) {

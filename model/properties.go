@@ -210,8 +210,8 @@ func withinCapacity(m *Model, s *State) bool {
 }
 
 // The definitions below mirror the spec's property definitions (IsLive,
-// InFlight, QuarantineHolds, TakesPlace, GuardIsCurrent, KeepsBinding,
-// KeepsAttempt, Settles, EndsLease).
+// InFlight, QuarantineHolds, TakesPlace, GuardIsCurrent, ResolveIsCurrent,
+// KeepsBinding, KeepsAttempt, Settles, EndsLease).
 // Properties use only these, the ghosts and the step's label, never the
 // actions or the helpers actions use, so a broken variant cannot change what
 // it is judged against (TestGoPropertiesUseOwnFunctions).
@@ -245,13 +245,22 @@ func (m *Model) placesTaken(s *State, except int) int {
 	return n
 }
 
-func guardIsCurrent(s *State, r int) bool {
+// guardIsCurrent: request r's dispatch guard names its key's attempt, and
+// the key is dispatching it or its quarantine holds.
+func (m *Model) guardIsCurrent(s *State, r int) bool {
 	q := s.Req[r]
 	if q.Key == None {
 		return false
 	}
 	e := &s.Table[q.Key]
-	return inFlight(e) && e.Attempt == q.Attempt
+	return e.Attempt == q.Attempt && (e.St == Dispatching || m.quarantineHolds(s, q.Key))
+}
+
+// resolveIsCurrent: a Resolve naming attempt a and generation g may settle
+// key k: its quarantine holds, under that attempt and generation.
+func (m *Model) resolveIsCurrent(s *State, k, a, g int) bool {
+	e := &s.Table[k]
+	return m.quarantineHolds(s, k) && a == e.Attempt && g == e.TGen
 }
 
 func keepsBinding(s, t *State, k int) bool {
@@ -295,13 +304,11 @@ func boundOnlyIfAccepted(m *Model, s *State, l Label, t *State) bool {
 		switch l.Act {
 		case ActComplete:
 			q := s.Req[l.R]
-			if Outcome(l.O) == Accepted && q.Key == k && guardIsCurrent(s, l.R) && b.Attempt == q.Attempt {
+			if Outcome(l.O) == Accepted && q.Key == k && m.guardIsCurrent(s, l.R) && b.Attempt == q.Attempt {
 				continue
 			}
 		case ActResolve:
-			a := &s.Table[k]
-			if Resolution(l.O) == ResolvedAccepted && l.K == k && a.St == Quarantined && l.A == a.Attempt &&
-				l.G == a.TGen && b.Attempt == l.A {
+			if Resolution(l.O) == ResolvedAccepted && l.K == k && m.resolveIsCurrent(s, k, l.A, l.G) && b.Attempt == l.A {
 				continue
 			}
 		}
@@ -325,16 +332,16 @@ func unsettledStaysVisible(m *Model, s *State, l Label, t *State) bool {
 }
 
 // FencedChangesNothing: a completion or Resolve naming an attempt (or a
-// generation) that is not the key's unsettled one changes nothing.
+// generation) that is not the key's unsettled one, or whose quarantine is
+// over, changes nothing.
 func fencedChangesNothing(m *Model, s *State, l Label, t *State) bool {
 	switch l.Act {
 	case ActComplete:
-		if !guardIsCurrent(s, l.R) {
+		if !m.guardIsCurrent(s, l.R) {
 			return tablesEqual(s.Table, t.Table)
 		}
 	case ActResolve:
-		e := &s.Table[l.K]
-		if !(e.St == Quarantined && l.A == e.Attempt && l.G == e.TGen) {
+		if !m.resolveIsCurrent(s, l.K, l.A, l.G) {
 			return tablesEqual(s.Table, t.Table)
 		}
 	}

@@ -455,9 +455,18 @@ QuarantineHolds(k) ==
 TakesPlace(k) ==
     table[k].st \in {"Reserved", "Dispatching"} \/ QuarantineHolds(k) \/ IsLive(table[k])
 PlacesTaken(S) == Cardinality({j \in S : TakesPlace(j)})
-(* Request r's dispatch guard names its key's unsettled attempt.           *)
+(* Request r's dispatch guard names its key's unsettled attempt, and that *)
+(* attempt may still settle: the key is dispatching it, or its quarantine *)
+(* holds. A quarantine that is over (QuarantineTTL passed, or its target's *)
+(* generation moved on) fences the late guard like a superseded attempt.  *)
 GuardIsCurrent(r) ==
-    InFlight(table[req[r].key]) /\ table[req[r].key].attempt = req[r].attempt
+    LET k == req[r].key IN
+    /\ table[k].attempt = req[r].attempt
+    /\ table[k].st = "Dispatching" \/ QuarantineHolds(k)
+(* A Resolve naming attempt a and generation g may settle key k: its      *)
+(* quarantine holds, under that attempt and generation.                    *)
+ResolveIsCurrent(k, a, g) ==
+    QuarantineHolds(k) /\ a = table[k].attempt /\ g = table[k].tgen
 (* Key k keeps its binding version, or its unsettled attempt, in the step. *)
 KeepsBinding(k) ==
     table[k].st = "Bound" /\ table'[k].st = "Bound" /\ table'[k].attempt = table[k].attempt
@@ -565,8 +574,8 @@ BoundOnlyIfAccepted ==
              /\ req[step'.r].key = k /\ GuardIsCurrent(step'.r)
              /\ table'[k].attempt = req[step'.r].attempt
           \/ /\ step'.act = "Resolve" /\ step'.o = "Accepted" /\ step'.k = k
-             /\ table[k].st = "Quarantined" /\ step'.a = table[k].attempt
-             /\ step'.g = table[k].tgen /\ table'[k].attempt = step'.a]_allvars
+             /\ ResolveIsCurrent(k, step'.a, step'.g)
+             /\ table'[k].attempt = step'.a]_allvars
 
 (* An unsettled attempt stays visible: a dispatching or quarantined key    *)
 (* keeps its attempt (Dispatching or Quarantined) until the attempt is     *)
@@ -580,12 +589,13 @@ UnsettledStaysVisible ==
           \/ table[k].st = "Quarantined" /\ ~QuarantineHolds(k)]_allvars
 
 (* A completion or a Resolve that names an attempt (or a generation) that *)
-(* is not the key's unsettled one changes nothing in the table.           *)
+(* is not the key's unsettled one, or whose quarantine is over (its       *)
+(* QuarantineTTL passed since it began, or its target's generation moved  *)
+(* on), changes nothing in the table.                                      *)
 FencedChangesNothing ==
     [][/\ (step'.act = "Complete" /\ ~GuardIsCurrent(step'.r)) => table' = table
-       /\ (step'.act = "Resolve" /\ ~(table[step'.k].st = "Quarantined"
-                                     /\ step'.a = table[step'.k].attempt
-                                     /\ step'.g = table[step'.k].tgen)) => table' = table]_allvars
+       /\ (step'.act = "Resolve" /\ ~ResolveIsCurrent(step'.k, step'.a, step'.g))
+             => table' = table]_allvars
 
 (* Every dispatch uses a fresh attempt id and the target's current         *)
 (* generation, and an attempt keeps its target and generation for as long  *)
