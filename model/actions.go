@@ -72,6 +72,7 @@ type ops struct {
 	Close              func(m *Model, s *State, r int) (State, Result, bool)
 	Room               func(m *Model, s *State, k int) bool
 	CurrentAttempt     func(m *Model, s *State, r int) bool
+	Began              func(s *State, e *Entry) int64
 	Leaves             func(n *State, r, k int)
 	Joins              func(n *State, r, k int)
 	// noSystemFairness drops SystemFairness (BugNoSystemFairness).
@@ -98,6 +99,7 @@ func New(cfg Config) (*Model, error) {
 		Close:              closeLease,
 		Room:               room,
 		CurrentAttempt:     currentAttempt,
+		Began:              Began,
 		Leaves:             Leaves,
 		Joins:              Joins,
 	}}, nil
@@ -385,7 +387,7 @@ func settle(m *Model, s *State, n State, r int, o Outcome) (State, Result, bool)
 		n.Req[r] = IdleReq
 		return n, Result{Kind: ResQuarantined, Target: e.Target, Gen: e.TGen, Attempt: e.Attempt}, true
 	default: // Ambiguous: quarantine
-		n.Table[k] = quarantinedEntry(e.Attempt, e.Target, e.TGen, Began(s, &e)+m.Cfg.QuarantineTTL)
+		n.Table[k] = quarantinedEntry(e.Attempt, e.Target, e.TGen, m.ops.Began(s, &e)+m.Cfg.QuarantineTTL)
 		n.Req[r] = IdleReq
 		return n, Result{Kind: ResQuarantined, Target: e.Target, Gen: e.TGen, Attempt: e.Attempt}, true
 	}
@@ -578,7 +580,7 @@ func dispatchTimeout(m *Model, s *State, k int) (State, Result, bool) {
 		return State{}, noResult, false
 	}
 	n := s.Clone()
-	n.Table[k] = quarantinedEntry(e.Attempt, e.Target, e.TGen, Began(s, &e)+m.Cfg.QuarantineTTL)
+	n.Table[k] = quarantinedEntry(e.Attempt, e.Target, e.TGen, m.ops.Began(s, &e)+m.Cfg.QuarantineTTL)
 	n.Req[e.Holder].Pc = PcLate
 	return n, Result{Kind: ResQuarantined, Target: e.Target, Gen: e.TGen, Attempt: e.Attempt}, true
 }

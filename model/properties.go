@@ -40,6 +40,8 @@ func init() {
 		{"LeaseActsOnlyOnItsVersion", leaseActsOnlyOnItsVersion},
 		{"LeasedBindingEndsOnlyByLeaseInvalidationOrGeneration", leasedBindingEndsOnlyByLeaseInvalidationOrGeneration},
 		{"DeadlinesRespected", deadlinesRespected},
+		{"DeadlinesMatchTimeouts", deadlinesMatchTimeouts},
+		{"DispatchedBeforeReservationDeadline", dispatchedBeforeReservationDeadline},
 		{"RefusedOnlyWhenFull", refusedOnlyWhenFull},
 		{"WaitersServedInOrder", waitersServedInOrder},
 	} {
@@ -211,7 +213,7 @@ func withinCapacity(m *Model, s *State) bool {
 
 // The definitions below mirror the spec's property definitions (IsLive,
 // InFlight, QuarantineHolds, TakesPlace, GuardIsCurrent, ResolveIsCurrent,
-// KeepsBinding, KeepsAttempt, Settles, EndsLease).
+// KeepsBinding, KeepsAttempt, Settles, EndsLease, ReleasesLastLease).
 // Properties use only these, the ghosts and the step's label, never the
 // actions or the helpers actions use, so a broken variant cannot change what
 // it is judged against (TestGoPropertiesUseOwnFunctions).
@@ -290,6 +292,15 @@ func endsLease(l Label, r int) bool {
 		return l.R == r
 	}
 	return false
+}
+
+// releasesLastLease: the step releases the last lease on key k's binding.
+func releasesLastLease(s *State, l Label, k int) bool {
+	if l.Act != ActRelease {
+		return false
+	}
+	q := s.Req[l.R]
+	return q.Key == k && q.Attempt == s.Table[k].Attempt && s.Table[k].Leases == 1
 }
 
 // BoundOnlyIfAccepted: a key becomes Bound (or changes binding version) only
@@ -428,6 +439,52 @@ func deadlinesRespected(m *Model, s *State, l Label, t *State) bool {
 			return false
 		}
 		if a.St == Reserved && *a != t.Table[k] && l.R != a.Holder && s.Now < s.Since[k]+m.Cfg.ReserveTimeout {
+			return false
+		}
+	}
+	return true
+}
+
+// DeadlinesMatchTimeouts: every deadline is the one its timeout sets: a
+// reservation's is Since + ReserveTimeout (also after a rollback); a new
+// dispatch's is now + DispatchTimeLimit, kept while it dispatches; a new
+// binding's, or one whose last lease is released, now + TTL, kept
+// otherwise; a quarantine's Since + QuarantineTTL.
+func deadlinesMatchTimeouts(m *Model, s *State, l Label, t *State) bool {
+	c := &m.Cfg
+	for k := range t.Table {
+		a, b := &s.Table[k], &t.Table[k]
+		var want int64
+		switch b.St {
+		case Reserved:
+			want = t.Since[k] + c.ReserveTimeout
+		case Quarantined:
+			want = t.Since[k] + c.QuarantineTTL
+		case Dispatching:
+			want = s.Now + c.DispatchTimeLimit
+			if a.St == Dispatching && keepsAttempt(s, t, k) {
+				want = a.Deadline
+			}
+		case Bound:
+			want = s.Now + c.TTL
+			if keepsBinding(s, t, k) && !releasesLastLease(s, l, k) {
+				want = a.Deadline
+			}
+		default:
+			continue
+		}
+		if b.Deadline != want {
+			return false
+		}
+	}
+	return true
+}
+
+// DispatchedBeforeReservationDeadline: a dispatch begins strictly before
+// ReserveTimeout has passed since its key was reserved.
+func dispatchedBeforeReservationDeadline(m *Model, s *State, l Label, t *State) bool {
+	for k := range t.Table {
+		if t.Table[k].St == Dispatching && !keepsAttempt(s, t, k) && s.Now >= s.Since[k]+m.Cfg.ReserveTimeout {
 			return false
 		}
 	}

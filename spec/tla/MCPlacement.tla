@@ -370,9 +370,64 @@ BugCurrentAttemptAnyQuarantine(r) ==
     LET e == table[req[r].key] IN
     e.st \in {"Dispatching", "Quarantined"} /\ e.attempt = req[r].attempt   \* BUG
 
+(* A dispatch's deadline is capped by the reservation's: the dispatch      *)
+(* gets less than DispatchTimeLimit when the reservation is about to end.  *)
+BugBeginDispatchDeadlineCapped(r, t) ==
+    LET k == req[r].key IN
+    /\ req[r].pc \in {"Reserved", "Revoked"}
+    /\ IF HoldsReservation(r)
+       THEN /\ now < table[k].deadline
+            /\ nextAttempt \in Attempts
+            /\ table' = [table EXCEPT ![k] =
+                    DispatchingEntry(r, nextAttempt, t, gen[t],
+                                     IF now + DispatchTimeLimit < table[k].rdeadline   \* BUG: capped
+                                     THEN now + DispatchTimeLimit ELSE table[k].rdeadline,
+                                     table[k].rdeadline)]
+            /\ req' = [req EXCEPT ![r] = ReqAt("Dispatching", k, nextAttempt)]
+            /\ nextAttempt' = nextAttempt + 1
+       ELSE /\ table' = table
+            /\ req' = [req EXCEPT ![r] = IdleReq]
+            /\ UNCHANGED nextAttempt
+    /\ UNCHANGED <<now, gen, waitq>>
+
+(* A dispatch may begin at the reservation's deadline (`<=` for `<`), when *)
+(* the reservation is due to time out.                                     *)
+BugBeginDispatchAtDeadline(r, t) ==
+    LET k == req[r].key IN
+    /\ req[r].pc \in {"Reserved", "Revoked"}
+    /\ IF HoldsReservation(r)
+       THEN /\ now <= table[k].deadline                          \* BUG: <= for <
+            /\ nextAttempt \in Attempts
+            /\ table' = [table EXCEPT ![k] =
+                    DispatchingEntry(r, nextAttempt, t, gen[t], now + DispatchTimeLimit, table[k].rdeadline)]
+            /\ req' = [req EXCEPT ![r] = ReqAt("Dispatching", k, nextAttempt)]
+            /\ nextAttempt' = nextAttempt + 1
+       ELSE /\ table' = table
+            /\ req' = [req EXCEPT ![r] = IdleReq]
+            /\ UNCHANGED nextAttempt
+    /\ UNCHANGED <<now, gen, waitq>>
+
+(* A Resolve that accepts binds with no idle time: the binding's deadline  *)
+(* is now, so it is expired at birth and the key reads as absent (the      *)
+(* accepted attempt would be dispatched again).                            *)
+BugResolveBindsWithoutIdleTime(k, a, g, o) ==
+    LET e == table[k] IN
+    /\ e.st = "Quarantined"
+    /\ table' = IF LiveQuarantine(e) /\ a = e.attempt /\ g = e.tgen
+                THEN [table EXCEPT ![k] = IF o = "Accepted"
+                                          THEN BoundEntry(a, e.target, g, 0, now)   \* BUG: no TTL
+                                          ELSE AbsentEntry]
+                ELSE table
+    /\ UNCHANGED <<now, gen, nextAttempt, req, waitq>>
+
 (* A waiter joins the queue at its front: a newcomer overtakes the         *)
 (* requests already waiting.                                               *)
 BugJoinsAtFront(r, k) == waitq' = [waitq EXCEPT ![k] = <<r>> \o @]    \* BUG
+
+(* A quarantine counts its QuarantineTTL from when the timeout is applied, *)
+(* not from the dispatch's deadline: a timeout applied late (lazily, or by *)
+(* a slow reaper) lengthens the quarantine.                                *)
+BugBeganAtNow(e) == now                                           \* BUG
 -----------------------------------------------------------------------------
 (* Witnesses. Each says that an interesting situation never happens; its   *)
 (* MCWitness*.cfg must report it violated, which shows that the constants  *)

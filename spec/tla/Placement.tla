@@ -480,6 +480,11 @@ Settles(k, a) ==
     \/ /\ step'.act = "Resolve" /\ step'.k = k /\ step'.a = a /\ step'.g = table[k].tgen
 (* The step is request r ending its lease.                                 *)
 EndsLease(r) == step'.act \in {"Release", "Abandon", "Invalidate", "Close"} /\ step'.r = r
+(* The step releases the last lease on key k's binding (a Release through *)
+(* a lease on its version): the binding becomes idle now.                  *)
+ReleasesLastLease(k) ==
+    /\ step'.act = "Release" /\ req[step'.r].key = k
+    /\ req[step'.r].attempt = table[k].attempt /\ table[k].leases = 1
 
 -----------------------------------------------------------------------------
 (* Invariants: state predicates that hold in every reachable state.        *)
@@ -648,6 +653,31 @@ DeadlinesRespected ==
               /\ step'.r # table[k].holder) => table[k].deadline <= now
           /\ (/\ table[k].st = "Reserved" /\ table'[k] # table[k]
               /\ step'.r # table[k].holder) => now >= since[k] + ReserveTimeout]_allvars
+
+(* Every deadline is the one its timeout sets. A reservation's is          *)
+(* ReserveTimeout after the key was reserved (`since`), also after a       *)
+(* DefinitelyNotAccepted rollback; a dispatch's is DispatchTimeLimit after *)
+(* it began, and stays so while it dispatches; a binding's is TTL after it *)
+(* was born (Accepted, in time or late, or a Resolve) or after its last    *)
+(* lease was released, and stays so otherwise; a quarantine's is           *)
+(* QuarantineTTL after it began (`since`).                                 *)
+DeadlinesMatchTimeouts ==
+    [][\A k \in Keys :
+          /\ table'[k].st = "Reserved" => table'[k].deadline = since'[k] + ReserveTimeout
+          /\ table'[k].st = "Quarantined" => table'[k].deadline = since'[k] + QuarantineTTL
+          /\ table'[k].st = "Dispatching" =>
+                table'[k].deadline = IF table[k].st = "Dispatching" /\ KeepsAttempt(k)
+                                     THEN table[k].deadline ELSE now + DispatchTimeLimit
+          /\ table'[k].st = "Bound" =>
+                table'[k].deadline = IF KeepsBinding(k) /\ ~ReleasesLastLease(k)
+                                     THEN table[k].deadline ELSE now + TTL]_allvars
+
+(* A dispatch begins strictly before ReserveTimeout has passed since its   *)
+(* key was reserved (`since`): at the reservation's deadline the           *)
+(* reservation is due to time out, not to dispatch.                        *)
+DispatchedBeforeReservationDeadline ==
+    [][\A k \in Keys : table'[k].st = "Dispatching" /\ ~KeepsAttempt(k) =>
+          now < since[k] + ReserveTimeout]_allvars
 
 (* A request is refused for capacity only when the other keys take every  *)
 (* place in the table.                                                     *)
