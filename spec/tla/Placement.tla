@@ -436,10 +436,12 @@ TrackArrivals ==
 Spec == Init /\ [][Next /\ TrackSince /\ TrackArrivals]_allvars /\ Fairness
 
 -----------------------------------------------------------------------------
-(* What the properties below promise is said with these definitions only,  *)
-(* never with the actions or the definitions actions use (Room, LiveBound, *)
-(* CurrentAttempt, ...): a broken variant replaces an action or one of its *)
+(* What the properties below promise is said with these definitions, the  *)
+(* ghosts and the step's label only, never with the actions or the         *)
+(* definitions actions use (Room, LiveBound, CurrentAttempt, Began, ...),  *)
+(* however indirectly: a broken variant replaces an action or one of its   *)
 (* definitions, and must not thereby change what it is judged against.     *)
+(* model/owndefs_test.go checks it, transitively, here and in the model.   *)
 
 (* A binding is live: bound, its target still at the binding's generation, *)
 (* and not idle past its deadline.                                         *)
