@@ -71,7 +71,10 @@ type ops struct {
 	DispatchTimeout    func(m *Model, s *State, k int) (State, Result, bool)
 	Close              func(m *Model, s *State, r int) (State, Result, bool)
 	Room               func(m *Model, s *State, k int) bool
+	CurrentAttempt     func(m *Model, s *State, r int) bool
+	Began              func(s *State, e *Entry) int64
 	Leaves             func(n *State, r, k int)
+	Joins              func(n *State, r, k int)
 	// noSystemFairness drops SystemFairness (BugNoSystemFairness).
 	noSystemFairness bool
 }
@@ -95,7 +98,10 @@ func New(cfg Config) (*Model, error) {
 		DispatchTimeout:    dispatchTimeout,
 		Close:              closeLease,
 		Room:               room,
+		CurrentAttempt:     currentAttempt,
+		Began:              Began,
 		Leaves:             Leaves,
+		Joins:              Joins,
 	}}, nil
 }
 
@@ -250,7 +256,7 @@ func acquireCases(m *Model, s *State, r, k int, hit, amb, queue bool) (State, Re
 		return n, Result{Kind: ResHit, Target: e.Target, Gen: e.TGen, Attempt: e.Attempt}, true
 	case Initializing(&e) || queue: // someone initializes, or waiters are ahead: wait
 		n.Req[r] = reqAt(PcWaiting, k, 0)
-		Joins(&n, r, k)
+		m.ops.Joins(&n, r, k)
 		return n, Result{Kind: ResWait, Target: None}, true
 	case amb: // Ambiguous error
 		n.Req[r] = IdleReq
@@ -330,7 +336,9 @@ func dispatchUnder(m *Model, s *State, r, t, g int) (State, Result, bool) {
 // CurrentAttempt reports whether the attempt request r's dispatch guard
 // names is still its key's Dispatching attempt, or its Quarantined one and
 // the quarantine is not over.
-func (m *Model) CurrentAttempt(s *State, r int) bool {
+func (m *Model) CurrentAttempt(s *State, r int) bool { return m.ops.CurrentAttempt(m, s, r) }
+
+func currentAttempt(m *Model, s *State, r int) bool {
 	q := s.Req[r]
 	if q.Key == None {
 		return false
@@ -379,7 +387,7 @@ func settle(m *Model, s *State, n State, r int, o Outcome) (State, Result, bool)
 		n.Req[r] = IdleReq
 		return n, Result{Kind: ResQuarantined, Target: e.Target, Gen: e.TGen, Attempt: e.Attempt}, true
 	default: // Ambiguous: quarantine
-		n.Table[k] = quarantinedEntry(e.Attempt, e.Target, e.TGen, Began(s, &e)+m.Cfg.QuarantineTTL)
+		n.Table[k] = quarantinedEntry(e.Attempt, e.Target, e.TGen, m.ops.Began(s, &e)+m.Cfg.QuarantineTTL)
 		n.Req[r] = IdleReq
 		return n, Result{Kind: ResQuarantined, Target: e.Target, Gen: e.TGen, Attempt: e.Attempt}, true
 	}
@@ -572,7 +580,7 @@ func dispatchTimeout(m *Model, s *State, k int) (State, Result, bool) {
 		return State{}, noResult, false
 	}
 	n := s.Clone()
-	n.Table[k] = quarantinedEntry(e.Attempt, e.Target, e.TGen, Began(s, &e)+m.Cfg.QuarantineTTL)
+	n.Table[k] = quarantinedEntry(e.Attempt, e.Target, e.TGen, m.ops.Began(s, &e)+m.Cfg.QuarantineTTL)
 	n.Req[e.Holder].Pc = PcLate
 	return n, Result{Kind: ResQuarantined, Target: e.Target, Gen: e.TGen, Attempt: e.Attempt}, true
 }

@@ -92,6 +92,27 @@ var variants = map[string]variant{
 	"BugRoomPerKeyCount": {"Room",
 		"room counts each other key on its own (a per-shard count), invisible with two keys",
 		func(o *ops) { o.Room = bugRoomPerKeyCount }},
+	"BugResolveOverQuarantine": {"Resolve",
+		"a Resolve acts on a quarantine that is over (QuarantineTTL passed, or its generation moved on)",
+		func(o *ops) { o.Resolve = bugResolveOverQuarantine }},
+	"BugCurrentAttemptAnyQuarantine": {"CurrentAttempt",
+		"a late guard is current on any quarantine of its attempt, over or not",
+		func(o *ops) { o.CurrentAttempt = bugCurrentAttemptAnyQuarantine }},
+	"BugBeginDispatchDeadlineCapped": {"BeginDispatch",
+		"a dispatch's deadline is capped by the reservation's (less than DispatchTimeLimit)",
+		func(o *ops) { o.BeginDispatch = bugBeginDispatchDeadlineCapped }},
+	"BugBeginDispatchAtDeadline": {"BeginDispatch",
+		"a dispatch may begin at the reservation's deadline (<= for <)",
+		func(o *ops) { o.BeginDispatch = bugBeginDispatchAtDeadline }},
+	"BugResolveBindsWithoutIdleTime": {"Resolve",
+		"a Resolve that accepts binds with deadline now: expired at birth",
+		func(o *ops) { o.Resolve = bugResolveBindsWithoutIdleTime }},
+	"BugJoinsAtFront": {"Joins",
+		"a waiter joins its key's queue at the front, overtaking those already waiting",
+		func(o *ops) { o.Joins = bugJoinsAtFront }},
+	"BugBeganAtNow": {"Began",
+		"a quarantine counts its QuarantineTTL from when the timeout is applied, not from the dispatch's deadline",
+		func(o *ops) { o.Began = bugBeganAtNow }},
 }
 
 // VariantNames lists the broken variants the model knows, sorted.
@@ -323,3 +344,72 @@ func bugCompleteRearmsReservation(m *Model, s *State, r int, o Outcome) (State, 
 	}
 	return n, res, ok
 }
+
+func bugResolveOverQuarantine(m *Model, s *State, k, a, g int, o Resolution) (State, Result, bool) {
+	e := s.Table[k]
+	if e.St != Quarantined {
+		return State{}, noResult, false
+	}
+	if a != e.Attempt || g != e.TGen { // BUG: a quarantine that is over is not fenced
+		return s.Clone(), Result{Kind: ResFenced, Target: e.Target, Gen: e.TGen, Attempt: e.Attempt}, true
+	}
+	return applyResolution(m, s, k, o)
+}
+
+func bugCurrentAttemptAnyQuarantine(m *Model, s *State, r int) bool {
+	q := s.Req[r]
+	if q.Key == None {
+		return false
+	}
+	e := &s.Table[q.Key]
+	return (e.St == Dispatching || e.St == Quarantined) && e.Attempt == q.Attempt // BUG: over or not
+}
+
+// dispatchWith is BeginDispatch with the reservation's deadline test and
+// the dispatch's deadline given: inTime(now, reservation deadline) and
+// deadline(now, reservation's own deadline).
+func dispatchWith(m *Model, s *State, r, t int, inTime func(now, d int64) bool, deadline func(now, rd int64) int64) (State, Result, bool) {
+	q := s.Req[r]
+	if q.Pc != PcReserved && q.Pc != PcRevoked {
+		return State{}, noResult, false
+	}
+	if !m.HoldsReservation(s, r) {
+		n := s.Clone()
+		n.Req[r] = IdleReq
+		return n, Result{Kind: ResLost, Target: None}, true
+	}
+	e := &s.Table[q.Key]
+	if m.Cfg.MaxAttempt > 0 && s.NextAttempt > m.Cfg.MaxAttempt || !inTime(s.Now, e.Deadline) {
+		return State{}, noResult, false
+	}
+	n := s.Clone()
+	a := s.NextAttempt
+	n.Table[q.Key] = dispatchingEntry(r, a, t, s.Gen[t], deadline(s.Now, e.RDeadline), e.RDeadline)
+	n.Req[r] = reqAt(PcDispatching, q.Key, a)
+	n.NextAttempt = a + 1
+	return n, Result{Kind: ResDispatched, Target: t, Gen: s.Gen[t], Attempt: a}, true
+}
+
+func bugBeginDispatchDeadlineCapped(m *Model, s *State, r, t int) (State, Result, bool) {
+	return dispatchWith(m, s, r, t, func(now, d int64) bool { return now < d },
+		func(now, rd int64) int64 { return min(now+m.Cfg.DispatchTimeLimit, rd) }) // BUG: capped
+}
+
+func bugBeginDispatchAtDeadline(m *Model, s *State, r, t int) (State, Result, bool) {
+	return dispatchWith(m, s, r, t, func(now, d int64) bool { return now <= d }, // BUG: <= for <
+		func(now, _ int64) int64 { return now + m.Cfg.DispatchTimeLimit })
+}
+
+func bugResolveBindsWithoutIdleTime(m *Model, s *State, k, a, g int, o Resolution) (State, Result, bool) {
+	n, res, ok := resolve(m, s, k, a, g, o)
+	if ok && res.Kind == ResCommitted {
+		n.Table[k].Deadline = s.Now // BUG: no idle time
+	}
+	return n, res, ok
+}
+
+func bugJoinsAtFront(n *State, r, k int) {
+	n.Waitq[k] = append([]int{r}, n.Waitq[k]...) // BUG: at the front
+}
+
+func bugBeganAtNow(s *State, _ *Entry) int64 { return s.Now } // BUG

@@ -10,18 +10,24 @@ type LivenessProperty struct {
 
 // LivenessProperties are the spec's liveness properties, by name.
 var LivenessProperties = map[string]LivenessProperty{
-	"ReservationsEnd": {Name: "ReservationsEnd", At: PcReserved},
-	"DispatchesEnd":   {Name: "DispatchesEnd", At: PcDispatching},
-	"WaitersReturn":   {Name: "WaitersReturn", At: PcWaiting},
-	"ExpiredBindingsReclaimed": {Name: "ExpiredBindingsReclaimed", OnKey: func(_ *Model, s *State, k int) bool {
-		e := &s.Table[k]
-		return e.St == Bound && e.Leases == 0 && e.Deadline <= s.Now
-	}},
-	"TimeoutsFire": {Name: "TimeoutsFire", OnKey: func(_ *Model, s *State, k int) bool {
-		e := &s.Table[k]
-		return (e.St == Reserved || e.St == Dispatching) && e.Deadline <= s.Now
-	}},
-	"QuarantinesEnd": {Name: "QuarantinesEnd", OnKey: quarantineReachesItsEnd},
+	"ReservationsEnd":          {Name: "ReservationsEnd", At: PcReserved},
+	"DispatchesEnd":            {Name: "DispatchesEnd", At: PcDispatching},
+	"WaitersReturn":            {Name: "WaitersReturn", At: PcWaiting},
+	"ExpiredBindingsReclaimed": {Name: "ExpiredBindingsReclaimed", OnKey: idlePastDeadline},
+	"TimeoutsFire":             {Name: "TimeoutsFire", OnKey: initPastDeadline},
+	"QuarantinesEnd":           {Name: "QuarantinesEnd", OnKey: quarantineReachesItsEnd},
+}
+
+// idlePastDeadline is the spec's IdlePastDeadline(k).
+func idlePastDeadline(_ *Model, s *State, k int) bool {
+	e := &s.Table[k]
+	return e.St == Bound && e.Leases == 0 && e.Deadline <= s.Now
+}
+
+// initPastDeadline is the spec's InitPastDeadline(k).
+func initPastDeadline(_ *Model, s *State, k int) bool {
+	e := &s.Table[k]
+	return (e.St == Reserved || e.St == Dispatching) && e.Deadline <= s.Now
 }
 
 // The premise of QuarantinesEnd: a quarantine whose QuarantineTTL ends by

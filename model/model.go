@@ -150,6 +150,10 @@ type State struct {
 	// Since is the spec's ghost `since`: when each key's current phase
 	// (initialization or quarantine) began, or 0 (see Track).
 	Since []int64
+	// Arrivals is the spec's ghost `arrivals`: key -> the requests waiting
+	// on it, in the order they began to wait (see Track). It equals Waitq
+	// whenever the protocol is right.
+	Arrivals [][]int
 }
 
 // Clone returns a deep copy of s.
@@ -159,13 +163,39 @@ func (s *State) Clone() State {
 	c.Table = append([]Entry(nil), s.Table...)
 	c.Req = append([]Req(nil), s.Req...)
 	c.Since = append([]int64(nil), s.Since...)
-	c.Waitq = make([][]int, len(s.Waitq))
-	for k, q := range s.Waitq {
+	c.Waitq = cloneQueues(s.Waitq)
+	c.Arrivals = cloneQueues(s.Arrivals)
+	return c
+}
+
+func cloneQueues(qs [][]int) [][]int {
+	if qs == nil {
+		return nil
+	}
+	c := make([][]int, len(qs))
+	for k, q := range qs {
 		if len(q) > 0 {
-			c.Waitq[k] = append([]int(nil), q...)
+			c[k] = append([]int(nil), q...)
 		}
 	}
 	return c
+}
+
+func queuesEqual(a, b [][]int) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k := range a {
+		if len(a[k]) != len(b[k]) {
+			return false
+		}
+		for i := range a[k] {
+			if a[k][i] != b[k][i] {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // Equal reports whether s and t are the same state.
@@ -189,18 +219,8 @@ func (s *State) Equal(t *State) bool {
 			return false
 		}
 	}
-	if len(s.Since) != len(t.Since) || len(s.Waitq) != len(t.Waitq) {
+	if len(s.Since) != len(t.Since) || !queuesEqual(s.Waitq, t.Waitq) || !queuesEqual(s.Arrivals, t.Arrivals) {
 		return false
-	}
-	for k := range s.Waitq {
-		if len(s.Waitq[k]) != len(t.Waitq[k]) {
-			return false
-		}
-		for i := range s.Waitq[k] {
-			if s.Waitq[k][i] != t.Waitq[k][i] {
-				return false
-			}
-		}
 	}
 	for i := range s.Since {
 		if s.Since[i] != t.Since[i] {
@@ -275,5 +295,6 @@ func (m *Model) Init() State {
 	}
 	s.Since = make([]int64, len(m.Cfg.Keys))
 	s.Waitq = make([][]int, len(m.Cfg.Keys))
+	s.Arrivals = make([][]int, len(m.Cfg.Keys))
 	return s
 }

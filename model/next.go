@@ -82,9 +82,14 @@ func (m *Model) Apply(s *State, l Label) (State, Result, bool) {
 	return n, res, ok
 }
 
-// Track sets the ghost Since of t, the state after a step from s, as the
-// spec's TrackSince does: a key that starts a phase (initializing, or
-// quarantined) records the time, one that ends it forgets it.
+// Track sets the ghosts of t, the state after a step from s, as the spec's
+// TrackSince and TrackArrivals do: Since (a key that starts a phase,
+// initializing or quarantined, records when; one that ends it forgets) and
+// Arrivals (a request that stops waiting on a key leaves its sequence, one
+// that begins to wait on it is appended). Like the spec's, they are written
+// with helpers of their own, never with an action or a helper an action
+// uses, so a bug there cannot move the ghosts with it
+// (TestGoPropertiesUseOwnFunctions).
 func (m *Model) Track(s, t *State) {
 	since := make([]int64, len(t.Table))
 	for k := range t.Table {
@@ -93,10 +98,11 @@ func (m *Model) Track(s, t *State) {
 		case p == phase(&s.Table[k]):
 			since[k] = s.Since[k]
 		default:
-			since[k] = Began(s, &s.Table[k])
+			since[k] = phaseStart(s, k)
 		}
 	}
 	t.Since = since
+	t.Arrivals = arrivalsAfter(s, t)
 }
 
 // phase is the spec's Phase: 1 initializing, 2 quarantined, 0 neither.
@@ -108,6 +114,47 @@ func phase(e *Entry) int {
 		return 2
 	}
 	return 0
+}
+
+// phaseStart is the spec's PhaseStart(k): when a phase key k begins in a
+// step from s began: now, except a quarantine whose dispatch was past its
+// deadline, which began at that deadline.
+func phaseStart(s *State, k int) int64 {
+	if e := &s.Table[k]; e.St == Dispatching && e.Deadline <= s.Now {
+		return e.Deadline
+	}
+	return s.Now
+}
+
+// waitsOn is the spec's WaitsOn(q, k).
+func waitsOn(q Req, k int) bool { return q.Pc == PcWaiting && q.Key == k }
+
+// arrivalsAfter is the spec's TrackArrivals: each key's arrivals in s that
+// still wait on it in t, then the one request that began to wait on it in
+// the step (none if several did).
+func arrivalsAfter(s, t *State) [][]int {
+	out := make([][]int, len(t.Table))
+	for k := range t.Table {
+		var q []int
+		if k < len(s.Arrivals) {
+			for _, r := range s.Arrivals[k] {
+				if waitsOn(t.Req[r], k) {
+					q = append(q, r)
+				}
+			}
+		}
+		joined, n := None, 0
+		for r := range t.Req {
+			if waitsOn(t.Req[r], k) && !waitsOn(s.Req[r], k) {
+				joined, n = r, n+1
+			}
+		}
+		if n == 1 {
+			q = append(q, joined)
+		}
+		out[k] = q
+	}
+	return out
 }
 
 func (m *Model) apply(s *State, l Label) (State, Result, bool) {

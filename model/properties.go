@@ -40,6 +40,8 @@ func init() {
 		{"LeaseActsOnlyOnItsVersion", leaseActsOnlyOnItsVersion},
 		{"LeasedBindingEndsOnlyByLeaseInvalidationOrGeneration", leasedBindingEndsOnlyByLeaseInvalidationOrGeneration},
 		{"DeadlinesRespected", deadlinesRespected},
+		{"DeadlinesMatchTimeouts", deadlinesMatchTimeouts},
+		{"DispatchedBeforeReservationDeadline", dispatchedBeforeReservationDeadline},
 		{"RefusedOnlyWhenFull", refusedOnlyWhenFull},
 		{"WaitersServedInOrder", waitersServedInOrder},
 	} {
@@ -142,11 +144,18 @@ func oneInitializer(m *Model, s *State) bool {
 }
 
 // WaitQueuesMatchWaiters: the wait queues hold exactly the waiting
-// requests, each once, on the key it waits for.
+// requests, each once, on the key it waits for, in the order they began to
+// wait (the ghost Arrivals).
 func waitQueuesMatchWaiters(m *Model, s *State) bool {
 	seen := make([]bool, len(s.Req))
 	for k, q := range s.Waitq {
-		for _, r := range q {
+		if len(q) != len(s.Arrivals[k]) {
+			return false
+		}
+		for i, r := range q {
+			if s.Arrivals[k][i] != r {
+				return false
+			}
 			if r < 0 || r >= len(s.Req) || seen[r] || s.Req[r].Pc != PcWaiting || s.Req[r].Key != k {
 				return false
 			}
@@ -203,10 +212,11 @@ func withinCapacity(m *Model, s *State) bool {
 }
 
 // The definitions below mirror the spec's property definitions (IsLive,
-// InFlight, QuarantineHolds, TakesPlace, GuardIsCurrent, KeepsBinding, KeepsAttempt,
-// Settles, EndsLease). Properties use only these and the step's label, never
-// the actions or the definitions actions use, so a broken variant cannot
-// change what it is judged against.
+// InFlight, QuarantineHolds, TakesPlace, GuardIsCurrent, ResolveIsCurrent,
+// KeepsBinding, KeepsAttempt, Settles, EndsLease, ReleasesLastLease).
+// Properties use only these, the ghosts and the step's label, never the
+// actions or the helpers actions use, so a broken variant cannot change what
+// it is judged against (TestGoPropertiesUseOwnFunctions).
 
 func isLive(s *State, e *Entry) bool {
 	return e.St == Bound && s.Gen[e.Target] == e.TGen && !(e.Leases == 0 && e.Deadline <= s.Now)
@@ -237,13 +247,22 @@ func (m *Model) placesTaken(s *State, except int) int {
 	return n
 }
 
-func guardIsCurrent(s *State, r int) bool {
+// guardIsCurrent: request r's dispatch guard names its key's attempt, and
+// the key is dispatching it or its quarantine holds.
+func (m *Model) guardIsCurrent(s *State, r int) bool {
 	q := s.Req[r]
 	if q.Key == None {
 		return false
 	}
 	e := &s.Table[q.Key]
-	return inFlight(e) && e.Attempt == q.Attempt
+	return e.Attempt == q.Attempt && (e.St == Dispatching || m.quarantineHolds(s, q.Key))
+}
+
+// resolveIsCurrent: a Resolve naming attempt a and generation g may settle
+// key k: its quarantine holds, under that attempt and generation.
+func (m *Model) resolveIsCurrent(s *State, k, a, g int) bool {
+	e := &s.Table[k]
+	return m.quarantineHolds(s, k) && a == e.Attempt && g == e.TGen
 }
 
 func keepsBinding(s, t *State, k int) bool {
@@ -275,6 +294,15 @@ func endsLease(l Label, r int) bool {
 	return false
 }
 
+// releasesLastLease: the step releases the last lease on key k's binding.
+func releasesLastLease(s *State, l Label, k int) bool {
+	if l.Act != ActRelease {
+		return false
+	}
+	q := s.Req[l.R]
+	return q.Key == k && q.Attempt == s.Table[k].Attempt && s.Table[k].Leases == 1
+}
+
 // BoundOnlyIfAccepted: a key becomes Bound (or changes binding version) only
 // when the target reported Accepted for that attempt while it was unsettled
 // on the key, or a Resolve naming the attempt and its generation said so.
@@ -287,13 +315,11 @@ func boundOnlyIfAccepted(m *Model, s *State, l Label, t *State) bool {
 		switch l.Act {
 		case ActComplete:
 			q := s.Req[l.R]
-			if Outcome(l.O) == Accepted && q.Key == k && guardIsCurrent(s, l.R) && b.Attempt == q.Attempt {
+			if Outcome(l.O) == Accepted && q.Key == k && m.guardIsCurrent(s, l.R) && b.Attempt == q.Attempt {
 				continue
 			}
 		case ActResolve:
-			a := &s.Table[k]
-			if Resolution(l.O) == ResolvedAccepted && l.K == k && a.St == Quarantined && l.A == a.Attempt &&
-				l.G == a.TGen && b.Attempt == l.A {
+			if Resolution(l.O) == ResolvedAccepted && l.K == k && m.resolveIsCurrent(s, k, l.A, l.G) && b.Attempt == l.A {
 				continue
 			}
 		}
@@ -317,16 +343,16 @@ func unsettledStaysVisible(m *Model, s *State, l Label, t *State) bool {
 }
 
 // FencedChangesNothing: a completion or Resolve naming an attempt (or a
-// generation) that is not the key's unsettled one changes nothing.
+// generation) that is not the key's unsettled one, or whose quarantine is
+// over, changes nothing.
 func fencedChangesNothing(m *Model, s *State, l Label, t *State) bool {
 	switch l.Act {
 	case ActComplete:
-		if !guardIsCurrent(s, l.R) {
+		if !m.guardIsCurrent(s, l.R) {
 			return tablesEqual(s.Table, t.Table)
 		}
 	case ActResolve:
-		e := &s.Table[l.K]
-		if !(e.St == Quarantined && l.A == e.Attempt && l.G == e.TGen) {
+		if !m.resolveIsCurrent(s, l.K, l.A, l.G) {
 			return tablesEqual(s.Table, t.Table)
 		}
 	}
@@ -419,6 +445,52 @@ func deadlinesRespected(m *Model, s *State, l Label, t *State) bool {
 	return true
 }
 
+// DeadlinesMatchTimeouts: every deadline is the one its timeout sets: a
+// reservation's is Since + ReserveTimeout (also after a rollback); a new
+// dispatch's is now + DispatchTimeLimit, kept while it dispatches; a new
+// binding's, or one whose last lease is released, now + TTL, kept
+// otherwise; a quarantine's Since + QuarantineTTL.
+func deadlinesMatchTimeouts(m *Model, s *State, l Label, t *State) bool {
+	c := &m.Cfg
+	for k := range t.Table {
+		a, b := &s.Table[k], &t.Table[k]
+		var want int64
+		switch b.St {
+		case Reserved:
+			want = t.Since[k] + c.ReserveTimeout
+		case Quarantined:
+			want = t.Since[k] + c.QuarantineTTL
+		case Dispatching:
+			want = s.Now + c.DispatchTimeLimit
+			if a.St == Dispatching && keepsAttempt(s, t, k) {
+				want = a.Deadline
+			}
+		case Bound:
+			want = s.Now + c.TTL
+			if keepsBinding(s, t, k) && !releasesLastLease(s, l, k) {
+				want = a.Deadline
+			}
+		default:
+			continue
+		}
+		if b.Deadline != want {
+			return false
+		}
+	}
+	return true
+}
+
+// DispatchedBeforeReservationDeadline: a dispatch begins strictly before
+// ReserveTimeout has passed since its key was reserved.
+func dispatchedBeforeReservationDeadline(m *Model, s *State, l Label, t *State) bool {
+	for k := range t.Table {
+		if t.Table[k].St == Dispatching && !keepsAttempt(s, t, k) && s.Now >= s.Since[k]+m.Cfg.ReserveTimeout {
+			return false
+		}
+	}
+	return true
+}
+
 // RefusedOnlyWhenFull: a request is refused for capacity only when the
 // other keys take every place.
 func refusedOnlyWhenFull(m *Model, s *State, l Label, t *State) bool {
@@ -429,12 +501,13 @@ func refusedOnlyWhenFull(m *Model, s *State, l Label, t *State) bool {
 }
 
 // WaitersServedInOrder: a key that was not initializing is reserved only by
-// the request that has waited on it longest, if any waits.
+// the request that has waited on it longest (the first of the ghost
+// Arrivals, not the head of the queue the actions keep), if any waits.
 func waitersServedInOrder(m *Model, s *State, l Label, t *State) bool {
 	for k := range s.Table {
 		a := &s.Table[k]
-		if a.St != Reserved && a.St != Dispatching && t.Table[k].St == Reserved && len(s.Waitq[k]) > 0 &&
-			l.R != s.Waitq[k][0] {
+		if a.St != Reserved && a.St != Dispatching && t.Table[k].St == Reserved && len(s.Arrivals[k]) > 0 &&
+			l.R != s.Arrivals[k][0] {
 			return false
 		}
 	}

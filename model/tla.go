@@ -47,10 +47,16 @@ func (s *State) Key() string {
 		b = binary.AppendVarint(b, int64(q.Key))
 		b = binary.AppendVarint(b, int64(q.Attempt))
 	}
-	for _, q := range s.Waitq {
-		b = binary.AppendUvarint(b, uint64(len(q)))
-		for _, r := range q {
-			b = binary.AppendVarint(b, int64(r))
+	for _, qs := range [][][]int{s.Waitq, s.Arrivals} {
+		for k := range s.Table {
+			var q []int
+			if k < len(qs) {
+				q = qs[k]
+			}
+			b = binary.AppendUvarint(b, uint64(len(q)))
+			for _, r := range q {
+				b = binary.AppendVarint(b, int64(r))
+			}
 		}
 	}
 	return string(b)
@@ -114,15 +120,20 @@ func DecodeKey(key string) (State, error) {
 		q.Pc = Pc(by())
 		q.Key, q.Attempt = int(vi()), int(vi())
 	}
-	s.Waitq = make([][]int, len(s.Table))
-	for k := range s.Waitq {
-		if n := uv(); n > 0 {
-			s.Waitq[k] = make([]int, n)
-			for i := range s.Waitq[k] {
-				s.Waitq[k][i] = int(vi())
+	queues := func() [][]int {
+		qs := make([][]int, len(s.Table))
+		for k := range qs {
+			if n := uv(); n > 0 {
+				qs[k] = make([]int, n)
+				for i := range qs[k] {
+					qs[k][i] = int(vi())
+				}
 			}
 		}
+		return qs
 	}
+	s.Waitq = queues()
+	s.Arrivals = queues()
 	if err == nil && len(b) != 0 {
 		err = fmt.Errorf("model: trailing bytes in state key")
 	}
@@ -162,6 +173,25 @@ func writeNumbers(b *strings.Builder, name string, names []string, values []int6
 	b.WriteString(")\n")
 }
 
+// writeQueues writes the variable name, a function from keys to sequences
+// of requests, as TLC prints it.
+func writeQueues(b *strings.Builder, name string, c *Config, qs [][]int) {
+	fmt.Fprintf(b, "/\\ %s = (", name)
+	for k := range c.Keys {
+		if k > 0 {
+			b.WriteString(" @@ ")
+		}
+		var names []string
+		if k < len(qs) {
+			for _, r := range qs[k] {
+				names = append(names, c.Requests[r])
+			}
+		}
+		fmt.Fprintf(b, "%s :> <<%s>>", c.Keys[k], strings.Join(names, ", "))
+	}
+	b.WriteString(")\n")
+}
+
 // FormatState renders s as TLC prints a state.
 func (m *Model) FormatState(s *State) string {
 	c := &m.Cfg
@@ -194,18 +224,8 @@ func (m *Model) FormatState(s *State) string {
 			c.Requests[r], q.Pc.String(), nameOr(c.Keys, q.Key, "NoKey"), q.Attempt)
 	}
 	b.WriteString(")\n")
-	b.WriteString("/\\ waitq = (")
-	for k, q := range s.Waitq {
-		if k > 0 {
-			b.WriteString(" @@ ")
-		}
-		names := make([]string, len(q))
-		for i, r := range q {
-			names[i] = c.Requests[r]
-		}
-		fmt.Fprintf(&b, "%s :> <<%s>>", c.Keys[k], strings.Join(names, ", "))
-	}
-	b.WriteString(")\n")
+	writeQueues(&b, "waitq", c, s.Waitq)
+	writeQueues(&b, "arrivals", c, s.Arrivals)
 	return b.String()
 }
 
@@ -462,13 +482,19 @@ func (m *Model) stateFromValues(vars map[string]*tlaValue) (State, error) {
 		q.Attempt = int(num(r["attempt"], "attempt"))
 		s.Req = append(s.Req, q)
 	}
-	for _, wv := range fn("waitq", c.Keys) {
-		var q []int
-		for _, e := range get(wv, 't', "waitq[k]").elems {
-			q = append(q, index(c.Requests, "NoReq", e, "waitq[k][i]"))
+	queues := func(name string) [][]int {
+		var qs [][]int
+		for _, wv := range fn(name, c.Keys) {
+			var q []int
+			for _, e := range get(wv, 't', name+"[k]").elems {
+				q = append(q, index(c.Requests, "NoReq", e, name+"[k][i]"))
+			}
+			qs = append(qs, q)
 		}
-		s.Waitq = append(s.Waitq, q)
+		return qs
 	}
+	s.Waitq = queues("waitq")
+	s.Arrivals = queues("arrivals")
 	return s, err
 }
 

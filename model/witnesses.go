@@ -49,11 +49,12 @@ func init() {
 	}
 	for _, p := range []ActionProperty{
 		{"NeverLateAcceptedAfterBump", func(m *Model, s *State, l Label, t *State) bool {
-			if l.Act != ActComplete || Outcome(l.O) != Accepted || !guardIsCurrent(s, l.R) {
+			if l.Act != ActComplete || Outcome(l.O) != Accepted {
 				return true
 			}
-			e := &s.Table[s.Req[l.R].Key]
-			return !(e.St == Quarantined && s.Gen[e.Target] != e.TGen)
+			q := s.Req[l.R]
+			e := &s.Table[q.Key]
+			return !(e.St == Quarantined && e.Attempt == q.Attempt && s.Gen[e.Target] != e.TGen)
 		}},
 		{"NeverStaleAtBirth", func(m *Model, s *State, l Label, t *State) bool {
 			for k := range t.Table {
@@ -88,6 +89,21 @@ func init() {
 		{"NeverQueuesOnFreeKey", func(m *Model, s *State, l Label, t *State) bool {
 			return !(l.Act == ActAcquire && s.Req[l.R].Pc == PcIdle && t.Req[l.R].Pc == PcWaiting &&
 				m.Free(s, &s.Table[l.K]))
+		}},
+		{"NeverLateResultOnOverQuarantine", func(m *Model, s *State, l Label, t *State) bool {
+			if l.Act != ActComplete {
+				return true
+			}
+			q := s.Req[l.R]
+			e := &s.Table[q.Key]
+			return !(e.St == Quarantined && e.Attempt == q.Attempt && !m.quarantineHolds(s, q.Key))
+		}},
+		{"NeverResolveOnOverQuarantine", func(m *Model, s *State, l Label, t *State) bool {
+			if l.Act != ActResolve {
+				return true
+			}
+			e := &s.Table[l.K]
+			return !(e.St == Quarantined && l.A == e.Attempt && l.G == e.TGen && !m.quarantineHolds(s, l.K))
 		}},
 	} {
 		WitnessActions[p.Name] = p

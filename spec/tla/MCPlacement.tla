@@ -349,6 +349,85 @@ BugReservationTimeoutUsesDispatchTimeout(k) ==
     /\ table' = [table EXCEPT ![k] = AbsentEntry]
     /\ req' = [req EXCEPT ![e.holder].pc = "Revoked"]
     /\ UNCHANGED <<now, gen, nextAttempt, waitq>>
+
+(* A Resolve acts on a quarantine that is over: it checks that the key is *)
+(* quarantined, not that its quarantine is live (QuarantineTTL passed, or  *)
+(* its target's generation moved on).                                      *)
+BugResolveOverQuarantine(k, a, g, o) ==
+    LET e == table[k] IN
+    /\ e.st = "Quarantined"
+    /\ table' = IF a = e.attempt /\ g = e.tgen                 \* BUG: over or not
+                THEN [table EXCEPT ![k] = IF o = "Accepted"
+                                          THEN BoundEntry(a, e.target, g, 0, now + TTL)
+                                          ELSE AbsentEntry]
+                ELSE table
+    /\ UNCHANGED <<now, gen, nextAttempt, req, waitq>>
+
+(* A late guard is current on any quarantine of its attempt, over or not: *)
+(* a late result settles a quarantine whose QuarantineTTL has passed or    *)
+(* whose target's generation moved on.                                     *)
+BugCurrentAttemptAnyQuarantine(r) ==
+    LET e == table[req[r].key] IN
+    e.st \in {"Dispatching", "Quarantined"} /\ e.attempt = req[r].attempt   \* BUG
+
+(* A dispatch's deadline is capped by the reservation's: the dispatch      *)
+(* gets less than DispatchTimeLimit when the reservation is about to end.  *)
+BugBeginDispatchDeadlineCapped(r, t) ==
+    LET k == req[r].key IN
+    /\ req[r].pc \in {"Reserved", "Revoked"}
+    /\ IF HoldsReservation(r)
+       THEN /\ now < table[k].deadline
+            /\ nextAttempt \in Attempts
+            /\ table' = [table EXCEPT ![k] =
+                    DispatchingEntry(r, nextAttempt, t, gen[t],
+                                     IF now + DispatchTimeLimit < table[k].rdeadline   \* BUG: capped
+                                     THEN now + DispatchTimeLimit ELSE table[k].rdeadline,
+                                     table[k].rdeadline)]
+            /\ req' = [req EXCEPT ![r] = ReqAt("Dispatching", k, nextAttempt)]
+            /\ nextAttempt' = nextAttempt + 1
+       ELSE /\ table' = table
+            /\ req' = [req EXCEPT ![r] = IdleReq]
+            /\ UNCHANGED nextAttempt
+    /\ UNCHANGED <<now, gen, waitq>>
+
+(* A dispatch may begin at the reservation's deadline (`<=` for `<`), when *)
+(* the reservation is due to time out.                                     *)
+BugBeginDispatchAtDeadline(r, t) ==
+    LET k == req[r].key IN
+    /\ req[r].pc \in {"Reserved", "Revoked"}
+    /\ IF HoldsReservation(r)
+       THEN /\ now <= table[k].deadline                          \* BUG: <= for <
+            /\ nextAttempt \in Attempts
+            /\ table' = [table EXCEPT ![k] =
+                    DispatchingEntry(r, nextAttempt, t, gen[t], now + DispatchTimeLimit, table[k].rdeadline)]
+            /\ req' = [req EXCEPT ![r] = ReqAt("Dispatching", k, nextAttempt)]
+            /\ nextAttempt' = nextAttempt + 1
+       ELSE /\ table' = table
+            /\ req' = [req EXCEPT ![r] = IdleReq]
+            /\ UNCHANGED nextAttempt
+    /\ UNCHANGED <<now, gen, waitq>>
+
+(* A Resolve that accepts binds with no idle time: the binding's deadline  *)
+(* is now, so it is expired at birth and the key reads as absent (the      *)
+(* accepted attempt would be dispatched again).                            *)
+BugResolveBindsWithoutIdleTime(k, a, g, o) ==
+    LET e == table[k] IN
+    /\ e.st = "Quarantined"
+    /\ table' = IF LiveQuarantine(e) /\ a = e.attempt /\ g = e.tgen
+                THEN [table EXCEPT ![k] = IF o = "Accepted"
+                                          THEN BoundEntry(a, e.target, g, 0, now)   \* BUG: no TTL
+                                          ELSE AbsentEntry]
+                ELSE table
+    /\ UNCHANGED <<now, gen, nextAttempt, req, waitq>>
+
+(* A waiter joins the queue at its front: a newcomer overtakes the         *)
+(* requests already waiting.                                               *)
+BugJoinsAtFront(r, k) == waitq' = [waitq EXCEPT ![k] = <<r>> \o @]    \* BUG
+
+(* A quarantine counts its QuarantineTTL from when the timeout is applied, *)
+(* not from the dispatch's deadline: a timeout applied late (lazily, or by *)
+(* a slow reaper) lengthens the quarantine.                                *)
+BugBeganAtNow(e) == now                                           \* BUG
 -----------------------------------------------------------------------------
 (* Witnesses. Each says that an interesting situation never happens; its   *)
 (* MCWitness*.cfg must report it violated, which shows that the constants  *)
@@ -358,11 +437,12 @@ NeverTwoQuarantines == Cardinality({k \in Keys : table[k].st = "Quarantined"}) <
 NeverThreeLeases == \A k \in Keys : table[k].leases < 3
 NeverTwoBumps == \A t \in Targets : gen[t] < 3
 
-(* A late Accepted settles a quarantined attempt after its target was     *)
-(* bumped.                                                                 *)
+(* A late Accepted arrives for a quarantined attempt after its target was *)
+(* bumped (and is fenced: the quarantine is over).                         *)
 NeverLateAcceptedAfterBump ==
     [][~(/\ step'.act = "Complete" /\ step'.o = "Accepted"
-         /\ table[req[step'.r].key].st = "Quarantined" /\ GuardIsCurrent(step'.r)
+         /\ table[req[step'.r].key].st = "Quarantined"
+         /\ table[req[step'.r].key].attempt = req[step'.r].attempt
          /\ gen[table[req[step'.r].key].target] # table[req[step'.r].key].tgen)]_allvars
 
 (* A binding is born stale: its target's generation moved on while the    *)
@@ -396,4 +476,20 @@ NeverQueuesOnFreeKey ==
 
 (* Two requests wait on one key at once.                                   *)
 NeverTwoWaiters == \A k \in Keys : Len(waitq[k]) < 2
+
+(* A late result arrives for a quarantine that is over (its QuarantineTTL *)
+(* passed, or its target's generation moved on) but still in the table:  *)
+(* the fence on over quarantines is exercised.                            *)
+NeverLateResultOnOverQuarantine ==
+    [][~(/\ step'.act = "Complete"
+         /\ table[req[step'.r].key].st = "Quarantined"
+         /\ table[req[step'.r].key].attempt = req[step'.r].attempt
+         /\ ~QuarantineHolds(req[step'.r].key))]_allvars
+
+(* A Resolve naming a quarantine's attempt and generation arrives after   *)
+(* the quarantine is over, while it is still in the table.                *)
+NeverResolveOnOverQuarantine ==
+    [][~(/\ step'.act = "Resolve" /\ table[step'.k].st = "Quarantined"
+         /\ step'.a = table[step'.k].attempt /\ step'.g = table[step'.k].tgen
+         /\ ~QuarantineHolds(step'.k))]_allvars
 =============================================================================

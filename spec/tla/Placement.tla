@@ -44,7 +44,8 @@ VARIABLES
     table,        \* key -> entry
     req,          \* request -> what the request holds
     waitq,        \* key -> its waiting requests, longest waiter first
-    since,        \* ghost: key -> when its current initialization began (0 if none)
+    since,        \* ghost: key -> when its current initialization or quarantine began (0 if none)
+    arrivals,     \* ghost: key -> the requests waiting on it, in the order they began to wait
     step          \* ghost: the label of the step just taken (see Next)
 
 vars == <<now, gen, nextAttempt, table, req, waitq>>
@@ -56,13 +57,17 @@ vars == <<now, gen, nextAttempt, table, req, waitq>>
 (* cannot change it, and no action reads it. It is not part of the        *)
 (* protocol's state: `View` leaves it out, so TLC and the Go model count   *)
 (* and compare the same states.                                            *)
-(* The ghost `since` records when each key's current phase began, also    *)
-(* set in Next: its initialization (its reservation, dispatches and        *)
-(* rollbacks), or its quarantine. It is                                    *)
-(* part of the view, but a function of the protocol's state whenever the   *)
-(* protocol is right, so it adds no states to the correct configs.         *)
-allvars == <<vars, since, step>>
-View == <<vars, since>>
+(* The ghost `since` records when each key's current phase began: its     *)
+(* initialization (its reservation, dispatches and rollbacks), or its      *)
+(* quarantine. The ghost `arrivals` records, for each key, the requests    *)
+(* waiting on it in the order they began to wait. Both are set in Spec's   *)
+(* next-state relation, outside every action, by definitions of their own  *)
+(* (TrackSince, TrackArrivals: no action or definition an action uses), so *)
+(* a broken variant cannot move them. They are part of the view, but       *)
+(* functions of the protocol's state whenever the protocol is right, so    *)
+(* they add no states to the correct configs.                              *)
+allvars == <<vars, since, arrivals, step>>
+View == <<vars, since, arrivals>>
 
 EntryStates == {"Absent", "Reserved", "Dispatching", "Bound", "Quarantined"}
 Pcs == {"Idle", "Waiting", "Reserved", "Revoked", "Dispatching", "Late", "Holding"}
@@ -125,6 +130,7 @@ Init ==
     /\ req = [r \in Requests |-> IdleReq]
     /\ waitq = [k \in Keys |-> <<>>]
     /\ since = [k \in Keys |-> 0]
+    /\ arrivals = [k \in Keys |-> <<>>]
     /\ step = Label("Init", NoReq, NoKey, NoTarget, 0, 0, "None", 0)
 
 -----------------------------------------------------------------------------
@@ -354,16 +360,6 @@ Did(act, r, k, t, a, g, o, time) == step' = Label(act, r, k, t, a, g, o, time)
 ByReq(act, r) == Did(act, r, NoKey, NoTarget, 0, 0, "None", 0)
 OnKey(act, k) == Did(act, NoReq, k, NoTarget, 0, 0, "None", 0)
 
-(* since: a key that starts a phase (initializing: reserved from any     *)
-(* other state; quarantined) records the time; one that ends it forgets.  *)
-(* A quarantine begins when its attempt became ambiguous (Began).          *)
-Phase(e) == IF e.st \in {"Reserved", "Dispatching"} THEN "Init"
-            ELSE IF e.st = "Quarantined" THEN "Quarantine" ELSE "None"
-TrackSince ==
-    since' = [k \in Keys |-> IF Phase(table'[k]) = "None" THEN 0
-                             ELSE IF Phase(table[k]) = Phase(table'[k]) THEN since[k]
-                             ELSE Began(table[k])]
-
 Next ==
     \/ \E r \in Requests, k \in Keys : Acquire(r, k) /\ Did("Acquire", r, k, NoTarget, 0, 0, "None", 0)
     \/ \E r \in Requests : Cancel(r) /\ ByReq("Cancel", r)
@@ -405,13 +401,47 @@ SystemFairness ==
 
 Fairness == ClientFairness /\ SystemFairness
 
-Spec == Init /\ [][Next /\ TrackSince]_allvars /\ Fairness
+-----------------------------------------------------------------------------
+(* The ghosts, kept outside every action and written with definitions of  *)
+(* their own: no action, and no definition an action uses (Began, Joins,   *)
+(* Leaves, ...), so a broken variant of one cannot move the ghost with it. *)
+
+(* since: a key that starts a phase (initializing: reserved from any     *)
+(* other state; quarantined) records when; one that ends it forgets. A     *)
+(* phase begins now, except a quarantine whose dispatch was past its       *)
+(* deadline: its attempt became ambiguous at that deadline, however late   *)
+(* the timeout (or the Ambiguous report) is applied.                       *)
+Phase(e) == IF e.st \in {"Reserved", "Dispatching"} THEN "Init"
+            ELSE IF e.st = "Quarantined" THEN "Quarantine" ELSE "None"
+PhaseStart(k) ==
+    IF table[k].st = "Dispatching" /\ table[k].deadline <= now THEN table[k].deadline ELSE now
+TrackSince ==
+    since' = [k \in Keys |-> IF Phase(table'[k]) = "None" THEN 0
+                             ELSE IF Phase(table[k]) = Phase(table'[k]) THEN since[k]
+                             ELSE PhaseStart(k)]
+
+(* arrivals: said of what the requests hold only (req and req'). A request *)
+(* that stops waiting on k leaves k's sequence; one that begins to wait on *)
+(* k is appended. Only Acquire(r, k) makes a request wait, one at a time;  *)
+(* should a step make several begin to wait on one key, none is appended,  *)
+(* and WaitQueuesMatchWaiters reports it.                                  *)
+WaitsOn(q, k) == q.pc = "Waiting" /\ q.key = k
+BeganToWait(k) == {x \in Requests : WaitsOn(req'[x], k) /\ ~WaitsOn(req[x], k)}
+TrackArrivals ==
+    arrivals' = [k \in Keys |->
+                   SelectSeq(arrivals[k], LAMBDA x : WaitsOn(req'[x], k))
+                   \o IF Cardinality(BeganToWait(k)) = 1
+                      THEN <<CHOOSE x \in BeganToWait(k) : TRUE>> ELSE <<>>]
+
+Spec == Init /\ [][Next /\ TrackSince /\ TrackArrivals]_allvars /\ Fairness
 
 -----------------------------------------------------------------------------
-(* What the properties below promise is said with these definitions only,  *)
-(* never with the actions or the definitions actions use (Room, LiveBound, *)
-(* CurrentAttempt, ...): a broken variant replaces an action or one of its *)
+(* What the properties below promise is said with these definitions, the  *)
+(* ghosts and the step's label only, never with the actions or the         *)
+(* definitions actions use (Room, LiveBound, CurrentAttempt, Began, ...),  *)
+(* however indirectly: a broken variant replaces an action or one of its   *)
 (* definitions, and must not thereby change what it is judged against.     *)
+(* model/owndefs_test.go checks it, transitively, here and in the model.   *)
 
 (* A binding is live: bound, its target still at the binding's generation, *)
 (* and not idle past its deadline.                                         *)
@@ -427,9 +457,18 @@ QuarantineHolds(k) ==
 TakesPlace(k) ==
     table[k].st \in {"Reserved", "Dispatching"} \/ QuarantineHolds(k) \/ IsLive(table[k])
 PlacesTaken(S) == Cardinality({j \in S : TakesPlace(j)})
-(* Request r's dispatch guard names its key's unsettled attempt.           *)
+(* Request r's dispatch guard names its key's unsettled attempt, and that *)
+(* attempt may still settle: the key is dispatching it, or its quarantine *)
+(* holds. A quarantine that is over (QuarantineTTL passed, or its target's *)
+(* generation moved on) fences the late guard like a superseded attempt.  *)
 GuardIsCurrent(r) ==
-    InFlight(table[req[r].key]) /\ table[req[r].key].attempt = req[r].attempt
+    LET k == req[r].key IN
+    /\ table[k].attempt = req[r].attempt
+    /\ table[k].st = "Dispatching" \/ QuarantineHolds(k)
+(* A Resolve naming attempt a and generation g may settle key k: its      *)
+(* quarantine holds, under that attempt and generation.                    *)
+ResolveIsCurrent(k, a, g) ==
+    QuarantineHolds(k) /\ a = table[k].attempt /\ g = table[k].tgen
 (* Key k keeps its binding version, or its unsettled attempt, in the step. *)
 KeepsBinding(k) ==
     table[k].st = "Bound" /\ table'[k].st = "Bound" /\ table'[k].attempt = table[k].attempt
@@ -443,6 +482,11 @@ Settles(k, a) ==
     \/ /\ step'.act = "Resolve" /\ step'.k = k /\ step'.a = a /\ step'.g = table[k].tgen
 (* The step is request r ending its lease.                                 *)
 EndsLease(r) == step'.act \in {"Release", "Abandon", "Invalidate", "Close"} /\ step'.r = r
+(* The step releases the last lease on key k's binding (a Release through *)
+(* a lease on its version): the binding becomes idle now.                  *)
+ReleasesLastLease(k) ==
+    /\ step'.act = "Release" /\ req[step'.r].key = k
+    /\ req[step'.r].attempt = table[k].attempt /\ table[k].leases = 1
 
 -----------------------------------------------------------------------------
 (* Invariants: state predicates that hold in every reachable state.        *)
@@ -475,12 +519,14 @@ OneInitializer ==
             /\ req[table[k].holder].pc = table[k].st
 
 (* The wait queues hold exactly the waiting requests, each once, on the   *)
-(* key it waits for.                                                       *)
+(* key it waits for, in the order they began to wait (the ghost            *)
+(* `arrivals`).                                                            *)
 WaitQueuesMatchWaiters ==
     \A k \in Keys :
         /\ \A i, j \in 1..Len(waitq[k]) : i # j => waitq[k][i] # waitq[k][j]
         /\ {waitq[k][i] : i \in 1..Len(waitq[k])} =
               {r \in Requests : req[r].pc = "Waiting" /\ req[r].key = k}
+        /\ waitq[k] = arrivals[k]
 
 (* Leases are never negative and equal the outstanding lease handles on    *)
 (* the current binding version; other entry states hold no leases.         *)
@@ -535,8 +581,8 @@ BoundOnlyIfAccepted ==
              /\ req[step'.r].key = k /\ GuardIsCurrent(step'.r)
              /\ table'[k].attempt = req[step'.r].attempt
           \/ /\ step'.act = "Resolve" /\ step'.o = "Accepted" /\ step'.k = k
-             /\ table[k].st = "Quarantined" /\ step'.a = table[k].attempt
-             /\ step'.g = table[k].tgen /\ table'[k].attempt = step'.a]_allvars
+             /\ ResolveIsCurrent(k, step'.a, step'.g)
+             /\ table'[k].attempt = step'.a]_allvars
 
 (* An unsettled attempt stays visible: a dispatching or quarantined key    *)
 (* keeps its attempt (Dispatching or Quarantined) until the attempt is     *)
@@ -550,12 +596,13 @@ UnsettledStaysVisible ==
           \/ table[k].st = "Quarantined" /\ ~QuarantineHolds(k)]_allvars
 
 (* A completion or a Resolve that names an attempt (or a generation) that *)
-(* is not the key's unsettled one changes nothing in the table.           *)
+(* is not the key's unsettled one, or whose quarantine is over (its       *)
+(* QuarantineTTL passed since it began, or its target's generation moved  *)
+(* on), changes nothing in the table.                                      *)
 FencedChangesNothing ==
     [][/\ (step'.act = "Complete" /\ ~GuardIsCurrent(step'.r)) => table' = table
-       /\ (step'.act = "Resolve" /\ ~(table[step'.k].st = "Quarantined"
-                                     /\ step'.a = table[step'.k].attempt
-                                     /\ step'.g = table[step'.k].tgen)) => table' = table]_allvars
+       /\ (step'.act = "Resolve" /\ ~ResolveIsCurrent(step'.k, step'.a, step'.g))
+             => table' = table]_allvars
 
 (* Every dispatch uses a fresh attempt id and the target's current         *)
 (* generation, and an attempt keeps its target and generation for as long  *)
@@ -609,6 +656,31 @@ DeadlinesRespected ==
           /\ (/\ table[k].st = "Reserved" /\ table'[k] # table[k]
               /\ step'.r # table[k].holder) => now >= since[k] + ReserveTimeout]_allvars
 
+(* Every deadline is the one its timeout sets. A reservation's is          *)
+(* ReserveTimeout after the key was reserved (`since`), also after a       *)
+(* DefinitelyNotAccepted rollback; a dispatch's is DispatchTimeLimit after *)
+(* it began, and stays so while it dispatches; a binding's is TTL after it *)
+(* was born (Accepted, in time or late, or a Resolve) or after its last    *)
+(* lease was released, and stays so otherwise; a quarantine's is           *)
+(* QuarantineTTL after it began (`since`).                                 *)
+DeadlinesMatchTimeouts ==
+    [][\A k \in Keys :
+          /\ table'[k].st = "Reserved" => table'[k].deadline = since'[k] + ReserveTimeout
+          /\ table'[k].st = "Quarantined" => table'[k].deadline = since'[k] + QuarantineTTL
+          /\ table'[k].st = "Dispatching" =>
+                table'[k].deadline = IF table[k].st = "Dispatching" /\ KeepsAttempt(k)
+                                     THEN table[k].deadline ELSE now + DispatchTimeLimit
+          /\ table'[k].st = "Bound" =>
+                table'[k].deadline = IF KeepsBinding(k) /\ ~ReleasesLastLease(k)
+                                     THEN table[k].deadline ELSE now + TTL]_allvars
+
+(* A dispatch begins strictly before ReserveTimeout has passed since its   *)
+(* key was reserved (`since`): at the reservation's deadline the           *)
+(* reservation is due to time out, not to dispatch.                        *)
+DispatchedBeforeReservationDeadline ==
+    [][\A k \in Keys : table'[k].st = "Dispatching" /\ ~KeepsAttempt(k) =>
+          now < since[k] + ReserveTimeout]_allvars
+
 (* A request is refused for capacity only when the other keys take every  *)
 (* place in the table.                                                     *)
 RefusedOnlyWhenFull ==
@@ -616,11 +688,13 @@ RefusedOnlyWhenFull ==
           PlacesTaken(Keys \ {step'.k}) >= Capacity]_allvars
 
 (* First come, first served: a key that was not initializing is reserved  *)
-(* only by the request that has waited on it longest, if any waits.       *)
+(* only by the request that has waited on it longest, if any waits: the   *)
+(* first of the ghost `arrivals`, not the head of the queue the actions   *)
+(* keep.                                                                   *)
 WaitersServedInOrder ==
     [][\A k \in Keys :
           (/\ table[k].st \notin {"Reserved", "Dispatching"} /\ table'[k].st = "Reserved"
-           /\ waitq[k] # <<>>) => step'.r = Head(waitq[k])]_allvars
+           /\ arrivals[k] # <<>>) => step'.r = Head(arrivals[k])]_allvars
 
 -----------------------------------------------------------------------------
 (* Liveness under Fairness.                                                *)
