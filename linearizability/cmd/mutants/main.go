@@ -229,7 +229,8 @@ func runBinary(bin, dir string, args, env []string) (out []byte, took time.Durat
 }
 
 // runBounds is the audit of the bound: every package's whole plain test
-// run (no flags, no settings: what `go test ./pkg` runs), with no variant
+// run (no flags or settings but rapid's -rapid.nofailfile: what
+// `go test ./pkg` runs), with no variant
 // and under every variant, must end within the bound, caught or not. It
 // prints each run's time and verdict (PASS, or FAIL when the run caught
 // the variant) and fails if any run hung, or if a run without a variant
@@ -254,7 +255,11 @@ func runBounds(bins map[string]string, reports string) int {
 		}
 		fmt.Printf("%-27s", name)
 		for _, pkg := range pkgs {
-			out, took, err, hung := runBinary(bins[pkg], pkg, []string{"-test.count=1"},
+			args := []string{"-test.count=1"}
+			if usesRapid(pkg) {
+				args = append(args, "-rapid.nofailfile") // a variant's failure must not be replayed later
+			}
+			out, took, err, hung := runBinary(bins[pkg], pkg, args,
 				[]string{"PLACEMENT_MUTANT=" + v.name, "LINEARIZABILITY_REPORT_DIR=" + reports})
 			longest = max(longest, took)
 			verdict := "PASS"
