@@ -885,6 +885,10 @@ func (c *Coordinator[T]) reapLoop(cadence time.Duration) (stopped bool) {
 // target's generation moved on); a resolver treats both errors as "nothing
 // left to settle". After Close it returns ErrClosed and changes nothing.
 //
+// A binding resolved Accepted holds no lease and lives IdleTTL unless hit;
+// a resolver that knows the attempt was its session's final request calls
+// InvalidateKey after the Resolve.
+//
 // If the target's generation has moved on since the dispatch, an Accepted
 // resolution still settles the quarantine, but the binding is stale at
 // birth: it reads as absent and the next Acquire reserves the key again.
@@ -926,6 +930,7 @@ func (c *Coordinator[T]) Resolve(key string, attempt, generation uint64, res Res
 	o := DefinitelyNotAccepted
 	if res == ResolveAccepted {
 		o = Accepted
+		c.stats.resolvedAccepted.Add(1)
 	}
 	c.emitLocked(Event[T]{Kind: EventResolved, Key: key, Attempt: attempt, Generation: generation, Outcome: o}, &e.p.target)
 	if res == ResolveAccepted {
@@ -956,6 +961,7 @@ func (c *Coordinator[T]) bindLocked(e *entry[T], n uint64, now int64, cur uint64
 	b.deadline.Store(d)
 	if cur != b.gen {
 		b.word.Store(n | deadBit)
+		c.stats.staleAtBirth.Add(1)
 		c.removeBindingLocked(e, b)
 		if mutant("StaleAtBirthSilent") {
 			return b, nil

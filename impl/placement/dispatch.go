@@ -343,7 +343,10 @@ func (d *Dispatch[T]) settledLocked() {
 //     the quarantined attempt (matching ErrAmbiguous); so does a late
 //     Ambiguous, which changes nothing.
 //
-// An attempt that is no longer current is fenced: a *FencedError, no change.
+// An attempt that is no longer current is fenced: a *FencedError, no change
+// (a dispatch that timed out is quarantined at its deadline, so a Resolve,
+// its QuarantineTTL or a bump of its target may have settled it before its
+// request reports the outcome).
 // A second Complete of the guard returns ErrUsed; an unknown outcome
 // ErrInvalidArgument.
 //
@@ -402,6 +405,7 @@ func (d *Dispatch[T]) Complete(o Outcome) (Lease[T], error) {
 		ev.Kind = EventCommitted
 		if late { // a late result settles the quarantine
 			c.stats.resolutions.Add(1)
+			c.stats.resolvedAccepted.Add(1)
 			ev.Kind = EventResolved
 		}
 		c.emitLocked(ev, &d.target)
@@ -415,6 +419,7 @@ func (d *Dispatch[T]) Complete(o Outcome) (Lease[T], error) {
 		c.noteDeadline(e.p.deadline)
 		e.notifyLocked()
 		ev.Kind = EventRolledBack
+		c.stats.rolledBack.Add(1)
 		c.emitLocked(ev, &d.target)
 		return Lease[T]{}, ErrNotAccepted
 	case o == DefinitelyNotAccepted: // late: settles to absent

@@ -47,6 +47,49 @@
 // dispatched or rolled back, a dispatch in flight, which it quarantines, the
 // lease a commit returned) and leaves alone what the request ended itself.
 //
+// # A request
+//
+// A zero Config is a working configuration (see the Default constants). A
+// router's request, with a retry on another worker when one refuses
+// (pick chooses an untried worker, for example the one with the fewest
+// Bindings; forward sends the request and returns at the worker's first
+// answer, with the outcome and a function that relays the rest):
+//
+//	c, err := placement.New(placement.Config[Worker]{})
+//	...
+//	a, err := c.Acquire(ctx, session)
+//	if err != nil {
+//		return err // *AmbiguousError: quarantined; *CapacityError; ...
+//	}
+//	defer a.Done()
+//	if a.Hit() {
+//		relay, _ := forward(ctx, a.Lease.Target(), 0) // a later turn: no attempt
+//		relay()
+//		return nil
+//	}
+//	for tried := map[Worker]bool{}; ; {
+//		w := pick(tried) // return an error when none is left
+//		tried[w] = true
+//		d, err := a.Reservation.BeginDispatch(w, c.Generation(w))
+//		if errors.Is(err, placement.ErrFenced) {
+//			continue // w restarted since Generation was read
+//		} else if err != nil {
+//			return err
+//		}
+//		dctx, cancel := d.Context(ctx) // ends at the dispatch's deadline unless an outcome came
+//		relay, out := forward(dctx, w, d.Attempt())
+//		_, err = d.Complete(out) // nil: bound (Done releases the lease)
+//		relay()                  // the body streams on under dctx
+//		cancel()
+//		if !errors.Is(err, placement.ErrNotAccepted) {
+//			return err // *AmbiguousError: quarantined; ErrStaleAtBirth: nothing bound
+//		}
+//	}
+//
+// The package's examples run it (serve in example_test.go, and
+// Example_request on every outcome), with waiters, an ambiguous dispatch
+// resolved later, a quarantine's end, and the manual clock.
+//
 // # Spec actions and where they are
 //
 //	Acquire             Coordinator.Acquire, TryAcquire (tryHit is the hot path); a

@@ -61,16 +61,21 @@ func Example() {
 
 // serve is the request loop of the README's "Quick start": a hit forwards
 // to the bound worker; a new session goes to the least-loaded worker it has
-// not tried yet, and to the next one when a worker refuses.
+// not tried yet, and to the next one when a worker refuses. forward sends
+// the request and returns at the worker's first answer (its response
+// headers, or a failure) with the outcome, and with answer, the rest of
+// the worker's answer to relay (nil if there is none).
 func serve(ctx context.Context, c *placement.Coordinator[Worker], session string, workers []Worker,
-	forward func(ctx context.Context, w Worker, attempt uint64) placement.Outcome) error {
+	forward func(ctx context.Context, w Worker, attempt uint64) (answer func(), out placement.Outcome)) error {
 	a, err := c.Acquire(ctx, session) // waits while another request initializes the session
 	if err != nil {
 		return err // *AmbiguousError: quarantined until resolved; *CapacityError; ...
 	}
 	defer a.Done() // gives back whatever the request still holds, on every path
 	if a.Hit() {   // bound: reuse the worker (a later turn carries no attempt: 0)
-		forward(ctx, a.Lease.Target(), 0)
+		if answer, _ := forward(ctx, a.Lease.Target(), 0); answer != nil {
+			answer()
+		}
 		return nil
 	}
 	tried := map[Worker]bool{}
@@ -86,10 +91,13 @@ func serve(ctx context.Context, c *placement.Coordinator[Worker], session string
 		} else if err != nil {
 			return err // ErrReservationLost: ReserveTimeout passed, or a late refusal ended it
 		}
-		dctx, cancel := d.Context(ctx)       // ends if the worker takes longer than DispatchTimeout to accept
-		out := forward(dctx, w, d.Attempt()) // the attempt id is the worker's idempotency key
-		_, err = d.Complete(out)             // a nil error: bound, and Done releases the lease
-		cancel()                             // once Complete reports it, a body may stream under dctx past the deadline
+		dctx, cancel := d.Context(ctx)               // ends if w does not answer by the dispatch's deadline
+		answer, out := forward(dctx, w, d.Attempt()) // the attempt id is the worker's idempotency key
+		_, err = d.Complete(out)                     // a nil error: bound, and Done releases the lease
+		if answer != nil {
+			answer() // reported, the dispatch's deadline no longer ends dctx: the body streams on
+		}
+		cancel()
 		if !errors.Is(err, placement.ErrNotAccepted) {
 			return err // *AmbiguousError: quarantined; ErrStaleAtBirth: answered, but w restarted: nothing bound
 		}
@@ -99,7 +107,7 @@ func serve(ctx context.Context, c *placement.Coordinator[Worker], session string
 var errNoWorker = errors.New("no worker left to try")
 
 // leastLoaded is the worker with the fewest sessions bound to it, among
-// those not tried yet.
+// those not tried yet (a router also leaves out those it knows unhealthy).
 func leastLoaded(c *placement.Coordinator[Worker], workers []Worker, tried map[Worker]bool) (Worker, bool) {
 	best, found := Worker{}, false
 	for _, w := range workers {
@@ -118,12 +126,15 @@ func Example_request() {
 	defer c.Close()
 	ctx := context.Background()
 	workers := []Worker{{ID: 1}, {ID: 2}, {ID: 3}}
-	answers := func(outcomes ...placement.Outcome) func(context.Context, Worker, uint64) placement.Outcome {
-		return func(_ context.Context, w Worker, _ uint64) placement.Outcome {
+	answers := func(outcomes ...placement.Outcome) func(context.Context, Worker, uint64) (func(), placement.Outcome) {
+		return func(_ context.Context, w Worker, _ uint64) (func(), placement.Outcome) {
 			o := outcomes[0]
 			outcomes = outcomes[1:]
 			fmt.Println("  worker", w.ID, "answers", o)
-			return o
+			if o != placement.Accepted {
+				return nil, o
+			}
+			return func() { fmt.Println("  worker", w.ID, "streams its answer") }, o
 		}
 	}
 
@@ -138,8 +149,10 @@ func Example_request() {
 	// Output:
 	//   worker 1 answers DefinitelyNotAccepted
 	//   worker 2 answers Accepted
+	//   worker 2 streams its answer
 	// s: <nil>
 	//   worker 2 answers Accepted
+	//   worker 2 streams its answer
 	// s: <nil>
 	//   worker 1 answers Ambiguous
 	// t: true

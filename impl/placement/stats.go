@@ -27,6 +27,9 @@ type counters struct {
 	quarantineExpirations atomic.Int64
 	quarantinesDropped    atomic.Int64
 	observerPanics        atomic.Int64
+	resolvedAccepted      atomic.Int64
+	rolledBack            atomic.Int64
+	staleAtBirth          atomic.Int64
 }
 
 // Stats are cumulative counts since New, and what the table holds now.
@@ -41,10 +44,20 @@ type Stats struct {
 	Binds              int64
 	Waits              int64 // acquisitions that waited for an initializer
 	CapacityRejections int64 // acquisitions refused by a full table
-	Quarantines        int64 // dispatches quarantined (ambiguous, dropped, timed out)
-	Resolutions        int64 // quarantines settled (Resolve or a late result)
-	Expirations        int64 // idle bindings reclaimed
-	ReaperRestarts     int64 // reaper sweeps that panicked and were restarted
+	// RolledBack counts the dispatches a target refused in time
+	// (DefinitelyNotAccepted: the request may try another target).
+	RolledBack  int64
+	Quarantines int64 // dispatches quarantined (ambiguous, dropped, timed out)
+	// Resolutions counts the quarantines settled (Resolve or a late
+	// result); ResolvedAccepted those of them settled Accepted (the rest
+	// were settled not accepted).
+	Resolutions      int64
+	ResolvedAccepted int64
+	// StaleAtBirth counts the commits whose target was bumped between the
+	// dispatch and the commit (ErrStaleAtBirth): answered, nothing bound.
+	StaleAtBirth   int64
+	Expirations    int64 // idle bindings reclaimed
+	ReaperRestarts int64 // reaper sweeps that panicked and were restarted
 	// ObserverPanics counts the calls of Config.Observer that panicked
 	// (recovered; see Config.Observer).
 	ObserverPanics int64
@@ -143,6 +156,9 @@ func (c *Coordinator[T]) Stats() Stats {
 		CapacityRejections: c.stats.capacity.Load(),
 		Quarantines:        c.stats.quarantines.Load(),
 		Resolutions:        c.stats.resolutions.Load(),
+		ResolvedAccepted:   c.stats.resolvedAccepted.Load(),
+		RolledBack:         c.stats.rolledBack.Load(),
+		StaleAtBirth:       c.stats.staleAtBirth.Load(),
 		Expirations:        c.stats.expirations.Load(),
 		ReaperRestarts:     c.stats.reaperRestarts.Load(),
 		ObserverPanics:     c.stats.observerPanics.Load(),

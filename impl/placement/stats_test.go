@@ -1,6 +1,7 @@
 package placement
 
 import (
+	"fmt"
 	"testing"
 	"time"
 )
@@ -75,4 +76,40 @@ func TestContract_FullTableSweepsOverDispatchBeforeRefusing(t *testing.T) {
 	a.Done()
 	_, err = d.Complete(Accepted) // the late result of the ended quarantine
 	wantIs(t, err, ErrFenced)
+}
+
+// Stats says how each dispatch ended: refused in time (RolledBack),
+// committed stale at birth (StaleAtBirth), and how each quarantine was
+// settled (Resolutions, of them ResolvedAccepted).
+func TestContract_StatsSayHowDispatchesEnded(t *testing.T) {
+	c, clk := manual(t, func(c *Config[target]) { c.MaxEntries = 8 })
+	r := reserve(t, c, "refused")
+	d, err := r.BeginDispatch(w1, 1)
+	must(t, err)
+	_, err = d.Complete(DefinitelyNotAccepted)
+	wantIs(t, err, ErrNotAccepted)
+	must(t, r.Cancel())
+	d, err = reserve(t, c, "stale").BeginDispatch(w2, 1)
+	must(t, err)
+	c.BumpGeneration(w2)
+	_, err = d.Complete(Accepted)
+	wantIs(t, err, ErrStaleAtBirth)
+	for i, res := range []Resolution{ResolveAccepted, ResolveNotAccepted} {
+		key := fmt.Sprint("q", i)
+		d, err := reserve(t, c, key).BeginDispatch(w1, 1)
+		must(t, err)
+		d.Drop()
+		must(t, c.Resolve(key, d.Attempt(), 1, res))
+	}
+	late, err := reserve(t, c, "late").BeginDispatch(w1, 1)
+	must(t, err)
+	must(t, clk.AdvanceBy(5*time.Second)) // timed out: quarantined
+	l, err := late.Complete(Accepted)     // settled Accepted by its late result
+	must(t, err)
+	must(t, l.Release())
+	s := c.Stats()
+	if s.RolledBack != 1 || s.StaleAtBirth != 1 || s.Resolutions != 3 || s.ResolvedAccepted != 2 || s.Binds != 2 {
+		t.Fatalf("stats %+v, want 1 rolled back, 1 stale at birth, 3 resolutions of which 2 accepted, 2 binds", s)
+	}
+	wantIdentity(t, s, "after every kind of end")
 }
