@@ -2,6 +2,7 @@ package model
 
 import (
 	"fmt"
+	"runtime"
 	"strings"
 	"time"
 )
@@ -14,6 +15,12 @@ type Options struct {
 	// MaxStates stops exploration (as an error) beyond this many distinct
 	// states; 0 means no limit.
 	MaxStates int
+	// Workers is how many goroutines expand the states of a BFS level;
+	// 0 means runtime.GOMAXPROCS(0). The report does not depend on it.
+	Workers int
+	// parallelFrom overrides defaultParallelFrom (tests set 1 to expand
+	// even the smallest levels in parallel).
+	parallelFrom int
 }
 
 // OptionsFor resolves a TLC config's INVARIANTS and PROPERTIES by name.
@@ -103,79 +110,170 @@ type edge struct {
 	r, k int16 // the step's request and key (None where it names none)
 }
 
+// defaultParallelFrom is the smallest BFS level (in states to expand) the
+// explorer expands with several workers; smaller ones are not worth the
+// synchronization.
+const defaultParallelFrom = 64
+
+// explorer is one run of Explore.
+type explorer struct {
+	m            *Model
+	opts         Options
+	workers      int
+	parallelFrom int
+	rep          *Report
+	st           *store
+	keepGraph    bool
+	edges        [][]edge // when keepGraph: by state id
+	lvl          *levelSet
+}
+
 // Explore enumerates every state reachable from Init by breadth-first
 // search, checking opts on each state and step. It stops at the first
 // violation, which then has a shortest trace.
+//
+// The search is level by level: with several workers (opts.Workers), each
+// level's states are expanded in parallel and the new states found are
+// then numbered in the order sequential BFS discovers them (by parent, then
+// by the order of its steps), so the report is the same whatever the
+// number of workers. A level in which some property fails is expanded
+// again sequentially, which finds the violation sequential BFS reports,
+// with the same counts.
 func (m *Model) Explore(opts Options) (*Report, error) {
 	start := time.Now()
-	rep := &Report{Variants: m.Variants}
-	ids := map[string]int32{}
-	var keys []string
-	var parent []int32
-	var via []Label
-	var depth []int16
-	keepGraph := len(opts.Liveness) > 0
-	g := &graph{}
+	x := &explorer{m: m, opts: opts, workers: opts.Workers, parallelFrom: opts.parallelFrom,
+		rep: &Report{Variants: m.Variants}, st: newStore(), keepGraph: len(opts.Liveness) > 0}
+	if x.workers <= 0 {
+		x.workers = runtime.GOMAXPROCS(0)
+	}
+	if x.parallelFrom <= 0 {
+		x.parallelFrom = defaultParallelFrom
+	}
+	if err := x.run(); err != nil {
+		return nil, err
+	}
+	x.rep.Distinct = x.st.len()
+	x.rep.Elapsed = time.Since(start)
+	return x.rep, nil
+}
 
-	trace := func(id int32) []Step {
-		var rev []Step
-		for ; id >= 0; id = parent[id] {
-			s, _ := DecodeKey(keys[id])
-			st := Step{State: s}
-			if parent[id] >= 0 {
-				st.Action = m.Format(via[id])
-			}
-			rev = append(rev, st)
-		}
-		for i, j := 0, len(rev)-1; i < j; i, j = i+1, j-1 {
-			rev[i], rev[j] = rev[j], rev[i]
-		}
-		return rev
-	}
-	finish := func() *Report {
-		rep.Distinct = len(keys)
-		rep.Elapsed = time.Since(start)
-		return rep
-	}
-	checkState := func(id int32, s *State) bool {
-		for _, inv := range opts.Invariants {
-			if !inv.Holds(m, s) {
-				rep.Violation = &Violation{Property: inv.Name, Kind: "invariant", Trace: trace(id)}
-				return false
-			}
-		}
-		return true
-	}
-
+func (x *explorer) run() error {
+	m, rep, st := x.m, x.rep, x.st
 	init := m.Init()
 	k0 := init.Key()
-	ids[k0] = 0
-	keys, parent, via, depth = append(keys, k0), append(parent, -1), append(via, Label{}), append(depth, 1)
+	h := hashKey(st.seed, k0)
+	st.shards[shardOf(h)].insert(uint32(h), st.add(k0, -1, 0))
 	rep.Generated = 1
 	rep.Depth = 1
-	if !checkState(0, &init) {
-		return finish(), nil
+	if !x.checkState(0, &init) {
+		return nil
 	}
-	if keepGraph {
-		g.edges = append(g.edges, nil)
+	if x.keepGraph {
+		x.edges = append(x.edges, nil)
 	}
-	for cur := int32(0); int(cur) < len(keys); cur++ {
-		s, err := DecodeKey(keys[cur])
+	for lo, hi, depth := 0, 1, 1; lo < hi; lo, hi, depth = hi, st.len(), depth+1 {
+		var stop bool
+		var err error
+		if x.workers > 1 && hi-lo >= x.parallelFrom {
+			stop, err = x.parallelLevel(int32(lo), int32(hi), depth)
+		} else {
+			stop, err = x.seqLevel(int32(lo), int32(hi), depth)
+		}
+		if err != nil || stop {
+			return err
+		}
+	}
+	rep.StateSetHash = st.setHash(x.workers)
+	if x.keepGraph {
+		g := &graph{keys: make([]string, st.len()), edges: x.edges}
+		for i := range g.keys {
+			g.keys[i] = string(st.keyBytes(int32(i)))
+		}
+		for _, p := range x.opts.Liveness {
+			out, v := m.checkLiveness(g, p, x.trace)
+			rep.Liveness = append(rep.Liveness, out)
+			if v != nil && rep.Violation == nil {
+				rep.Violation = v
+			}
+		}
+	}
+	return nil
+}
+
+// decode returns state id.
+func (x *explorer) decode(id int32) (State, error) {
+	return DecodeKey(string(x.st.keyBytes(id)))
+}
+
+// label returns the step by which state id was first reached: the
+// step[id]-th step of its parent.
+func (x *explorer) label(id int32) Label {
+	ps, _ := x.decode(x.st.parent[id])
+	var lab Label
+	j, want := uint32(0), x.st.step[id]
+	x.m.Steps(&ps, func(l Label, _ *State) {
+		if j == want {
+			lab = l
+		}
+		j++
+	})
+	return lab
+}
+
+// trace returns the path by which state id was first reached.
+func (x *explorer) trace(id int32) []Step {
+	var path []int32
+	for ; id >= 0; id = x.st.parent[id] {
+		path = append(path, id)
+	}
+	out := make([]Step, 0, len(path))
+	for i := len(path) - 1; i >= 0; i-- {
+		s, _ := x.decode(path[i])
+		st := Step{State: s}
+		if i < len(path)-1 {
+			st.Action = x.m.Format(x.label(path[i]))
+		}
+		out = append(out, st)
+	}
+	return out
+}
+
+// checkState checks the invariants on state id (s), recording the first
+// that fails.
+func (x *explorer) checkState(id int32, s *State) bool {
+	for _, inv := range x.opts.Invariants {
+		if !inv.Holds(x.m, s) {
+			x.rep.Violation = &Violation{Property: inv.Name, Kind: "invariant", Trace: x.trace(id)}
+			return false
+		}
+	}
+	return true
+}
+
+// seqLevel expands states lo..hi-1 (at depth depth) one by one, exactly as
+// sequential BFS does, and reports whether it stopped at a violation.
+func (x *explorer) seqLevel(lo, hi int32, depth int) (bool, error) {
+	m, rep, st, opts := x.m, x.rep, x.st, &x.opts
+	for cur := lo; cur < hi; cur++ {
+		s, err := x.decode(cur)
 		if err != nil {
-			return nil, err
+			return false, err
 		}
 		var stop bool
+		j := uint32(0)
 		m.Steps(&s, func(l Label, t *State) {
 			if stop {
 				return
 			}
+			idx := j
+			j++
 			rep.Generated++
 			rep.Coverage[l.Act]++
 			// Every step is judged, stuttering ones too: TLC checks
 			// [][P]_allvars on every step that names a new label.
 			for _, p := range opts.Actions {
 				if !p.Holds(m, &s, l, t) {
-					tr := trace(cur)
+					tr := x.trace(cur)
 					tr = append(tr, Step{Action: m.Format(l), State: t.Clone()})
 					rep.Violation = &Violation{Property: p.Name, Kind: "action property", Trace: tr}
 					stop = true
@@ -183,48 +281,36 @@ func (m *Model) Explore(opts Options) (*Report, error) {
 				}
 			}
 			key := t.Key()
-			id, seen := ids[key]
+			h := hashKey(st.seed, key)
+			id, seen := st.lookup(h, key)
 			if !seen {
-				id = int32(len(keys))
-				ids[key] = id
-				keys = append(keys, key)
-				parent = append(parent, cur)
-				via = append(via, l)
-				depth = append(depth, depth[cur]+1)
-				rep.Depth = max(rep.Depth, int(depth[id]))
+				id = st.add(key, cur, idx)
+				st.shards[shardOf(h)].insert(uint32(h), id)
+				rep.Depth = max(rep.Depth, depth+1)
 				rep.NewStates[l.Act]++
-				if keepGraph {
-					g.edges = append(g.edges, nil)
+				if x.keepGraph {
+					x.edges = append(x.edges, nil)
 				}
-				if !checkState(id, t) {
+				if !x.checkState(id, t) {
 					stop = true
 					return
 				}
 			}
-			if keepGraph && id != cur {
-				g.edges[cur] = append(g.edges[cur], edge{to: id, act: l.Act, r: int16(l.R), k: int16(l.K)})
+			if x.keepGraph && id != cur {
+				x.edges[cur] = append(x.edges[cur], edge{to: id, act: l.Act, r: int16(l.R), k: int16(l.K)})
 			}
 		})
 		if stop {
-			return finish(), nil
+			return true, nil
 		}
-		if opts.MaxStates > 0 && len(keys) > opts.MaxStates {
-			return nil, fmt.Errorf("model: more than %d distinct states", opts.MaxStates)
-		}
-	}
-	rep.StateSetHash = StateSetHash(keys)
-	if keepGraph {
-		g.keys = keys
-		for _, p := range opts.Liveness {
-			out, v := m.checkLiveness(g, p, trace)
-			rep.Liveness = append(rep.Liveness, out)
-			if v != nil && rep.Violation == nil {
-				rep.Violation = v
-			}
+		if opts.MaxStates > 0 && st.len() > opts.MaxStates {
+			return false, errTooMany(opts.MaxStates)
 		}
 	}
-	return finish(), nil
+	return false, nil
 }
+
+func errTooMany(n int) error { return fmt.Errorf("model: more than %d distinct states", n) }
 
 // FormatTrace renders a violation's trace as TLC would print it.
 func (m *Model) FormatTrace(v *Violation) string {
