@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"runtime"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -100,8 +102,8 @@ func (r *Report) UnreachedActions() []string {
 
 // graph is the explored state graph, kept for liveness checking.
 type graph struct {
-	keys  []string
-	edges [][]edge
+	states []State // by id
+	edges  [][]edge
 }
 
 type edge struct {
@@ -160,9 +162,16 @@ func (m *Model) Explore(opts Options) (*Report, error) {
 func (x *explorer) run() error {
 	m, rep, st := x.m, x.rep, x.st
 	init := m.Init()
-	k0 := init.Key()
-	h := hashKey(st.seed, k0)
-	st.shards[shardOf(h)].insert(uint32(h), st.add(k0, -1, 0))
+	k0 := appendKey(nil, &init)
+	if string(k0) != init.Key() {
+		return fmt.Errorf("model: the explorer's appendKey no longer writes what State.Key writes; update it")
+	}
+	if d, err := new(keyDecoder).decode(k0); err != nil || !d.Equal(&init) {
+		return fmt.Errorf("model: the explorer's keyDecoder no longer inverts State.Key (%v); update it", err)
+	}
+	h := st.hash(k0)
+	_, off := st.add(k0, -1, 0)
+	st.shards[shardOf(h)].insert(tagOf(h), off)
 	rep.Generated = 1
 	rep.Depth = 1
 	if !x.checkState(0, &init) {
@@ -185,19 +194,59 @@ func (x *explorer) run() error {
 	}
 	rep.StateSetHash = st.setHash(x.workers)
 	if x.keepGraph {
-		g := &graph{keys: make([]string, st.len()), edges: x.edges}
-		for i := range g.keys {
-			g.keys[i] = string(st.keyBytes(int32(i)))
-		}
-		for _, p := range x.opts.Liveness {
-			out, v := m.checkLiveness(g, p, x.trace)
-			rep.Liveness = append(rep.Liveness, out)
-			if v != nil && rep.Violation == nil {
-				rep.Violation = v
+		return x.checkLiveness()
+	}
+	return nil
+}
+
+// checkLiveness checks the liveness properties on the state graph, each on
+// its own goroutine (at most x.workers at once), and reports them in order.
+func (x *explorer) checkLiveness() error {
+	g := &graph{states: make([]State, x.st.len()), edges: x.edges}
+	errs := make([]error, x.workers)
+	x.parallel(x.workers, func(w int) {
+		for id := w; id < len(g.states); id += x.workers {
+			var err error
+			if g.states[id], err = x.decode(int32(id)); err != nil {
+				errs[w] = err
+				return
 			}
+		}
+	})
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	props := x.opts.Liveness
+	outs := make([]LivenessOutcome, len(props))
+	vs := make([]*Violation, len(props))
+	var next atomic.Int32
+	x.parallel(min(x.workers, len(props)), func(int) {
+		for i := int(next.Add(1) - 1); i < len(props); i = int(next.Add(1) - 1) {
+			outs[i], vs[i] = x.m.checkLiveness(g, props[i], x.trace)
+		}
+	})
+	x.rep.Liveness = outs
+	for _, v := range vs {
+		if v != nil && x.rep.Violation == nil {
+			x.rep.Violation = v
 		}
 	}
 	return nil
+}
+
+// parallel calls f(0) .. f(n-1) on n goroutines and waits for them.
+func (x *explorer) parallel(n int, f func(worker int)) {
+	var wg sync.WaitGroup
+	for w := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			f(w)
+		}()
+	}
+	wg.Wait()
 }
 
 // decode returns state id.
@@ -254,14 +303,18 @@ func (x *explorer) checkState(id int32, s *State) bool {
 // sequential BFS does, and reports whether it stopped at a violation.
 func (x *explorer) seqLevel(lo, hi int32, depth int) (bool, error) {
 	m, rep, st, opts := x.m, x.rep, x.st, &x.opts
+	var dec keyDecoder
+	var buf, prev []byte
 	for cur := lo; cur < hi; cur++ {
-		s, err := x.decode(cur)
+		key := st.keyBytes(cur)
+		s, err := dec.decode(key)
 		if err != nil {
 			return false, err
 		}
 		var stop bool
 		j := uint32(0)
-		m.Steps(&s, func(l Label, t *State) {
+		prevID := int32(-1)
+		m.Steps(s, func(l Label, t *State) {
 			if stop {
 				return
 			}
@@ -272,7 +325,7 @@ func (x *explorer) seqLevel(lo, hi int32, depth int) (bool, error) {
 			// Every step is judged, stuttering ones too: TLC checks
 			// [][P]_allvars on every step that names a new label.
 			for _, p := range opts.Actions {
-				if !p.Holds(m, &s, l, t) {
+				if !p.Holds(m, s, l, t) {
 					tr := x.trace(cur)
 					tr = append(tr, Step{Action: m.Format(l), State: t.Clone()})
 					rep.Violation = &Violation{Property: p.Name, Kind: "action property", Trace: tr}
@@ -280,22 +333,35 @@ func (x *explorer) seqLevel(lo, hi int32, depth int) (bool, error) {
 					return
 				}
 			}
-			key := t.Key()
-			h := hashKey(st.seed, key)
-			id, seen := st.lookup(h, key)
-			if !seen {
-				id = st.add(key, cur, idx)
-				st.shards[shardOf(h)].insert(uint32(h), id)
-				rep.Depth = max(rep.Depth, depth+1)
-				rep.NewStates[l.Act]++
-				if x.keepGraph {
-					x.edges = append(x.edges, nil)
-				}
-				if !x.checkState(id, t) {
-					stop = true
-					return
+			buf = appendKey(buf[:0], t)
+			// A third of all steps stutter, and half repeat the previous
+			// step's successor: both are cheaper to recognize than to look up.
+			var id int32
+			switch {
+			case string(buf) == string(key):
+				id = cur
+			case prevID >= 0 && string(buf) == string(prev):
+				id = prevID
+			default:
+				h := st.hash(buf)
+				off, seen := st.lookup(h, buf)
+				if seen {
+					id = st.idAt(off)
+				} else {
+					id, off = st.add(buf, cur, idx)
+					st.shards[shardOf(h)].insert(tagOf(h), off)
+					rep.Depth = max(rep.Depth, depth+1)
+					rep.NewStates[l.Act]++
+					if x.keepGraph {
+						x.edges = append(x.edges, nil)
+					}
+					if !x.checkState(id, t) {
+						stop = true
+						return
+					}
 				}
 			}
+			buf, prev, prevID = prev, buf, id
 			if x.keepGraph && id != cur {
 				x.edges[cur] = append(x.edges[cur], edge{to: id, act: l.Act, r: int16(l.R), k: int16(l.K)})
 			}

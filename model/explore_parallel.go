@@ -46,7 +46,8 @@ type pending struct {
 	off   uint32 // key is arena[off:off+n]
 	n     uint32
 	tag   uint32
-	id    int32 // once numbered
+	id    int32  // once numbered
+	goff  uint64 // once numbered: its entry in the store's arena
 	act   Action
 }
 
@@ -66,7 +67,7 @@ func (ls *levelShard) key(p *pending) []byte { return ls.arena[p.off : p.off+p.n
 // upsert adds key (hash h) first discovered at order by a step of act, or
 // lowers an existing entry's order to it; it returns the entry's index and
 // whether it was added.
-func (ls *levelShard) upsert(h uint64, key string, order uint64, act Action) (uint32, bool) {
+func (ls *levelShard) upsert(h uint64, key []byte, order uint64, act Action) (uint32, bool) {
 	if (len(ls.pend)+1)*4 > len(ls.slots)*3 {
 		ls.slots = make([]uint64, 2*len(ls.slots))
 		ls.mask = uint32(len(ls.slots) - 1)
@@ -74,7 +75,7 @@ func (ls *levelShard) upsert(h uint64, key string, order uint64, act Action) (ui
 			ls.place(ls.pend[i].tag, uint32(i))
 		}
 	}
-	tag := uint32(h)
+	tag := tagOf(h)
 	for i := tag & ls.mask; ; i = (i + 1) & ls.mask {
 		s := ls.slots[i]
 		if s == 0 {
@@ -87,7 +88,7 @@ func (ls *levelShard) upsert(h uint64, key string, order uint64, act Action) (ui
 		if uint32(s>>32) == tag {
 			idx := uint32(s) - 1
 			p := &ls.pend[idx]
-			if string(ls.key(p)) == key {
+			if string(ls.key(p)) == string(key) {
 				if order < p.order {
 					p.order, p.act = order, act
 				}
@@ -120,6 +121,8 @@ type levelWorker struct {
 	coverage  [numActions]int64
 	err       error
 	refs      []edgeRef
+	dec       keyDecoder
+	buf, prev []byte // keys of the current and the previous step's successors
 }
 
 // parallelLevel expands states lo..hi-1 (at depth depth) with x.workers
@@ -143,7 +146,8 @@ func (x *explorer) parallelLevel(lo, hi int32, depth int) (bool, error) {
 	var failed atomic.Bool // a property failed, or an error
 	workers := make([]levelWorker, x.workers)
 	expand := func(w *levelWorker, cur int32) bool {
-		s, err := x.decode(cur)
+		key := st.keyBytes(cur)
+		s, err := w.dec.decode(key)
 		if err != nil {
 			w.err = err
 			return false
@@ -151,7 +155,9 @@ func (x *explorer) parallelLevel(lo, hi int32, depth int) (bool, error) {
 		ok := true
 		j := uint32(0)
 		w.refs = w.refs[:0]
-		m.Steps(&s, func(l Label, t *State) {
+		havePrev := false
+		var prevTo uint64
+		m.Steps(s, func(l Label, t *State) {
 			if !ok {
 				return
 			}
@@ -160,24 +166,30 @@ func (x *explorer) parallelLevel(lo, hi int32, depth int) (bool, error) {
 			w.generated++
 			w.coverage[l.Act]++
 			for _, p := range opts.Actions {
-				if !p.Holds(m, &s, l, t) {
+				if !p.Holds(m, s, l, t) {
 					ok = false
 					return
 				}
 			}
-			key := t.Key()
-			h := hashKey(st.seed, key)
+			w.buf = appendKey(w.buf[:0], t)
+			// As in seqLevel: stuttering steps, and repeats of the previous
+			// step's successor (whose entry, if new, has an earlier order).
 			var to uint64
-			if id, seen := st.lookup(h, key); seen {
-				if id == cur {
-					return
+			switch {
+			case string(w.buf) == string(key):
+				return
+			case havePrev && string(w.buf) == string(w.prev):
+				to = prevTo
+			default:
+				h := st.hash(w.buf)
+				if off, seen := st.lookup(h, w.buf); seen {
+					to = uint64(st.idAt(off))
+					break
 				}
-				to = uint64(id)
-			} else {
 				sh := shardOf(h)
 				ls := &lvl.shards[sh]
 				ls.mu.Lock()
-				idx, added := ls.upsert(h, key, order, l.Act)
+				idx, added := ls.upsert(h, w.buf, order, l.Act)
 				ls.mu.Unlock()
 				if added {
 					for _, inv := range opts.Invariants {
@@ -189,6 +201,7 @@ func (x *explorer) parallelLevel(lo, hi int32, depth int) (bool, error) {
 				}
 				to = pendingFlag | uint64(sh)<<32 | uint64(idx)
 			}
+			w.buf, w.prev, prevTo, havePrev = w.prev, w.buf, to, true
 			if x.keepGraph {
 				w.refs = append(w.refs, edgeRef{to: to, act: l.Act, r: int16(l.R), k: int16(l.K)})
 			}
@@ -260,7 +273,7 @@ func (x *explorer) parallelLevel(lo, hi int32, depth int) (bool, error) {
 	for _, f := range found {
 		ls := &lvl.shards[f.shard]
 		p := &ls.pend[f.idx]
-		p.id = st.add(string(ls.key(p)), int32(p.order>>32), uint32(p.order))
+		p.id, p.goff = st.add(ls.key(p), int32(p.order>>32), uint32(p.order))
 		rep.NewStates[p.act]++
 	}
 	if len(found) > 0 {
@@ -269,7 +282,7 @@ func (x *explorer) parallelLevel(lo, hi int32, depth int) (bool, error) {
 	x.parallelShards(func(sh int) {
 		t := &st.shards[sh]
 		for _, p := range lvl.shards[sh].pend {
-			t.insert(p.tag, p.id)
+			t.insert(p.tag, p.goff)
 		}
 	})
 	if x.keepGraph {
@@ -297,19 +310,9 @@ func (x *explorer) parallelLevel(lo, hi int32, depth int) (bool, error) {
 // parallelShards calls f for every shard, on x.workers goroutines.
 func (x *explorer) parallelShards(f func(shard int)) {
 	var next atomic.Int32
-	var wg sync.WaitGroup
-	for range x.workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				sh := int(next.Add(1) - 1)
-				if sh >= numShards {
-					return
-				}
-				f(sh)
-			}
-		}()
-	}
-	wg.Wait()
+	x.parallel(x.workers, func(int) {
+		for sh := int(next.Add(1) - 1); sh < numShards; sh = int(next.Add(1) - 1) {
+			f(sh)
+		}
+	})
 }
