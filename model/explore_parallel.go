@@ -115,14 +115,18 @@ type edgeRef struct {
 	r, k int16
 }
 
-// levelWorker is one worker's share of a level's expansion.
+// levelWorker is one worker's share of a level's expansion. Workers sit
+// side by side in a slice and update their counters on every step: the
+// padding keeps them off each other's cache lines.
 type levelWorker struct {
+	_         [64]byte
 	generated int64
 	coverage  [numActions]int64
 	err       error
 	refs      []edgeRef
 	dec       keyDecoder
 	buf, prev []byte // keys of the current and the previous step's successors
+	_         [64]byte
 }
 
 // parallelLevel expands states lo..hi-1 (at depth depth) with x.workers

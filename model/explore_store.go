@@ -152,15 +152,31 @@ func (t *table) place(s uint64) {
 }
 
 // setHash is StateSetHash of every stored key, computed on the arena: the
-// keys sorted (in parallel chunks, then merged), each written with its
-// length.
+// keys sorted (in parallel runs, then merged), each written with its
+// length. Keys are sorted by their first 16 bytes, held with the id so that
+// most comparisons read no arena, then by the rest.
 func (st *store) setHash(workers int) string {
 	n := st.len()
-	ids := make([]int32, n)
-	for i := range ids {
-		ids[i] = int32(i)
+	type sortKey struct {
+		p0, p1 uint64 // the key's first 16 bytes, big-endian, zero-padded
+		id     int32
 	}
-	cmp := func(a, b int32) int { return bytes.Compare(st.keyBytes(a), st.keyBytes(b)) }
+	keys := make([]sortKey, n)
+	cmp := func(a, b sortKey) int {
+		switch {
+		case a.p0 != b.p0:
+			if a.p0 < b.p0 {
+				return -1
+			}
+			return 1
+		case a.p1 != b.p1:
+			if a.p1 < b.p1 {
+				return -1
+			}
+			return 1
+		}
+		return bytes.Compare(st.keyBytes(a.id), st.keyBytes(b.id))
+	}
 	parts := max(1, min(workers, n/4096))
 	bounds := make([]int, parts+1)
 	for i := range bounds {
@@ -169,19 +185,19 @@ func (st *store) setHash(workers int) string {
 	var wg sync.WaitGroup
 	for p := 0; p < parts; p++ {
 		wg.Add(1)
-		go func(run []int32) {
+		go func(lo, hi int) {
 			defer wg.Done()
-			slices.SortFunc(run, cmp)
-		}(ids[bounds[p]:bounds[p+1]])
+			for id := lo; id < hi; id++ {
+				var pre [16]byte
+				copy(pre[:], st.keyBytes(int32(id)))
+				keys[id] = sortKey{binary.BigEndian.Uint64(pre[:8]), binary.BigEndian.Uint64(pre[8:]), int32(id)}
+			}
+			slices.SortFunc(keys[lo:hi], cmp)
+		}(bounds[p], bounds[p+1])
 	}
 	wg.Wait()
 	h := sha256.New()
 	var lenBuf [binary.MaxVarintLen64]byte
-	write := func(id int32) {
-		k := st.keyBytes(id)
-		h.Write(lenBuf[:binary.PutUvarint(lenBuf[:], uint64(len(k)))])
-		h.Write(k)
-	}
 	// Merge the sorted runs (few: one per worker).
 	heads := make([]int, parts)
 	for p := range heads {
@@ -190,14 +206,16 @@ func (st *store) setHash(workers int) string {
 	for {
 		best := -1
 		for p := range heads {
-			if heads[p] < bounds[p+1] && (best < 0 || cmp(ids[heads[p]], ids[heads[best]]) < 0) {
+			if heads[p] < bounds[p+1] && (best < 0 || cmp(keys[heads[p]], keys[heads[best]]) < 0) {
 				best = p
 			}
 		}
 		if best < 0 {
 			break
 		}
-		write(ids[heads[best]])
+		k := st.keyBytes(keys[heads[best]].id)
+		h.Write(lenBuf[:binary.PutUvarint(lenBuf[:], uint64(len(k)))])
+		h.Write(k)
 		heads[best]++
 	}
 	return hex.EncodeToString(h.Sum(nil))
