@@ -4,6 +4,10 @@
 //
 //	go run ./model/cmd/explore -config spec/tla/MCPlacement.cfg
 //
+// It expands each BFS level on -workers goroutines (by default GOMAXPROCS,
+// one per core); the counts, the state set and any violation's trace do not
+// depend on how many. The summary line gives the rate in states per second.
+//
 // Exit status: 0 when every property holds (or, with -expect-violation,
 // when one of the config's properties is violated as expected), 1 on a
 // violation, 2 on a usage or config error.
