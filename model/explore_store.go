@@ -34,8 +34,14 @@ const (
 )
 
 // An arena entry is a header, the state's id (4 bytes) and the key's length
-// (2 bytes), then the key.
-const entryHeader = 6
+// (2 bytes), then the key. The arena is a list of blocks, so that it grows
+// without copying; an entry's offset is its block's index << blockBits |
+// its position in the block.
+const (
+	entryHeader = 6
+	blockBits   = 22
+	blockSize   = 1 << blockBits
+)
 
 func shardOf(h uint64) int { return int(h >> (64 - shardBits)) }
 
@@ -46,7 +52,7 @@ func tagOf(h uint64) uint32 { return uint32(h) & (1<<tagBits - 1) }
 // reached: from state parent[id] by the step[id]-th step Steps yields.
 type store struct {
 	seed   maphash.Seed
-	arena  []byte   // entries, back to back
+	arena  [][]byte // entries, back to back in blocks of blockSize bytes
 	off    []uint64 // entry of state id
 	parent []int32
 	step   []uint32
@@ -67,8 +73,9 @@ func (st *store) hash(key []byte) uint64 { return maphash.Bytes(st.seed, key) }
 
 // entryKey returns the key of the arena entry at off.
 func (st *store) entryKey(off uint64) []byte {
-	n := uint64(binary.LittleEndian.Uint16(st.arena[off+4:]))
-	return st.arena[off+entryHeader : off+entryHeader+n]
+	b := st.arena[off>>blockBits][off&(blockSize-1):]
+	n := binary.LittleEndian.Uint16(b[4:])
+	return b[entryHeader : entryHeader+int(n)]
 }
 
 // keyBytes returns the key of state id, sharing the arena's bytes.
@@ -94,19 +101,28 @@ func (st *store) lookup(h uint64, key []byte) (uint64, bool) {
 }
 
 // idAt returns the id of the arena entry at off.
-func (st *store) idAt(off uint64) int32 { return int32(binary.LittleEndian.Uint32(st.arena[off:])) }
+func (st *store) idAt(off uint64) int32 {
+	return int32(binary.LittleEndian.Uint32(st.arena[off>>blockBits][off&(blockSize-1):]))
+}
 
 // add appends a state to the arena and the arrays and returns its id and
 // entry's offset; the caller inserts the offset into the key's shard.
 func (st *store) add(key []byte, parent int32, step uint32) (int32, uint64) {
 	id := int32(len(st.parent))
-	off := uint64(len(st.arena))
-	if len(key) > 1<<16-1 || off+uint64(entryHeader+len(key)) >= offsetMask {
-		panic(fmt.Sprintf("model: explorer store full (%d bytes, key of %d bytes)", off, len(key)))
+	size := entryHeader + len(key)
+	last := len(st.arena) - 1
+	if last < 0 || len(st.arena[last])+size > blockSize {
+		if len(key) > 1<<16-1 || uint64(last+2)<<blockBits >= offsetMask {
+			panic(fmt.Sprintf("model: explorer store full (%d blocks, key of %d bytes)", last+1, len(key)))
+		}
+		st.arena = append(st.arena, make([]byte, 0, blockSize))
+		last++
 	}
-	st.arena = binary.LittleEndian.AppendUint32(st.arena, uint32(id))
-	st.arena = binary.LittleEndian.AppendUint16(st.arena, uint16(len(key)))
-	st.arena = append(st.arena, key...)
+	b := st.arena[last]
+	off := uint64(last)<<blockBits | uint64(len(b))
+	b = binary.LittleEndian.AppendUint32(b, uint32(id))
+	b = binary.LittleEndian.AppendUint16(b, uint16(len(key)))
+	st.arena[last] = append(b, key...)
 	st.off = append(st.off, off)
 	st.parent = append(st.parent, parent)
 	st.step = append(st.step, step)
