@@ -259,7 +259,7 @@ func referenceExplore(m *Model, opts Options) (*Report, error) {
 // leaves nothing behind.
 func TestExplorerKeyCodec(t *testing.T) {
 	names := []string{"MCLiveness.cfg", "MCWitnessTwoWaiters.cfg", "MCWide.cfg"}
-	limit := 100_000
+	limit := 50_000
 	if raceEnabled {
 		names, limit = names[1:], 5_000
 	}
