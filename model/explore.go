@@ -2,7 +2,10 @@ package model
 
 import (
 	"fmt"
+	"runtime"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -14,6 +17,12 @@ type Options struct {
 	// MaxStates stops exploration (as an error) beyond this many distinct
 	// states; 0 means no limit.
 	MaxStates int
+	// Workers is how many goroutines expand the states of a BFS level;
+	// 0 means runtime.GOMAXPROCS(0). The report does not depend on it.
+	Workers int
+	// parallelFrom overrides defaultParallelFrom (tests set 1 to expand
+	// even the smallest levels in parallel).
+	parallelFrom int
 }
 
 // OptionsFor resolves a TLC config's INVARIANTS and PROPERTIES by name.
@@ -93,8 +102,8 @@ func (r *Report) UnreachedActions() []string {
 
 // graph is the explored state graph, kept for liveness checking.
 type graph struct {
-	keys  []string
-	edges [][]edge
+	states []State // by id
+	edges  [][]edge
 }
 
 type edge struct {
@@ -103,128 +112,271 @@ type edge struct {
 	r, k int16 // the step's request and key (None where it names none)
 }
 
+// defaultParallelFrom is the smallest BFS level (in states to expand) the
+// explorer expands with several workers; smaller ones are not worth the
+// synchronization.
+const defaultParallelFrom = 64
+
+// explorer is one run of Explore.
+type explorer struct {
+	m            *Model
+	opts         Options
+	workers      int
+	parallelFrom int
+	rep          *Report
+	st           *store
+	keepGraph    bool
+	edges        [][]edge // when keepGraph: by state id
+	lvl          *levelSet
+}
+
 // Explore enumerates every state reachable from Init by breadth-first
 // search, checking opts on each state and step. It stops at the first
 // violation, which then has a shortest trace.
+//
+// The search is level by level: with several workers (opts.Workers), each
+// level's states are expanded in parallel and the new states found are
+// then numbered in the order sequential BFS discovers them (by parent, then
+// by the order of its steps), so the report is the same whatever the
+// number of workers. A level in which some property fails is expanded
+// again sequentially, which finds the violation sequential BFS reports,
+// with the same counts.
 func (m *Model) Explore(opts Options) (*Report, error) {
 	start := time.Now()
-	rep := &Report{Variants: m.Variants}
-	ids := map[string]int32{}
-	var keys []string
-	var parent []int32
-	var via []Label
-	var depth []int16
-	keepGraph := len(opts.Liveness) > 0
-	g := &graph{}
+	x := &explorer{m: m, opts: opts, workers: opts.Workers, parallelFrom: opts.parallelFrom,
+		rep: &Report{Variants: m.Variants}, st: newStore(), keepGraph: len(opts.Liveness) > 0}
+	if x.workers <= 0 {
+		x.workers = runtime.GOMAXPROCS(0)
+	}
+	if x.parallelFrom <= 0 {
+		x.parallelFrom = defaultParallelFrom
+	}
+	if err := x.run(); err != nil {
+		return nil, err
+	}
+	x.rep.Distinct = x.st.len()
+	x.rep.Elapsed = time.Since(start)
+	return x.rep, nil
+}
 
-	trace := func(id int32) []Step {
-		var rev []Step
-		for ; id >= 0; id = parent[id] {
-			s, _ := DecodeKey(keys[id])
-			st := Step{State: s}
-			if parent[id] >= 0 {
-				st.Action = m.Format(via[id])
-			}
-			rev = append(rev, st)
-		}
-		for i, j := 0, len(rev)-1; i < j; i, j = i+1, j-1 {
-			rev[i], rev[j] = rev[j], rev[i]
-		}
-		return rev
-	}
-	finish := func() *Report {
-		rep.Distinct = len(keys)
-		rep.Elapsed = time.Since(start)
-		return rep
-	}
-	checkState := func(id int32, s *State) bool {
-		for _, inv := range opts.Invariants {
-			if !inv.Holds(m, s) {
-				rep.Violation = &Violation{Property: inv.Name, Kind: "invariant", Trace: trace(id)}
-				return false
-			}
-		}
-		return true
-	}
-
+func (x *explorer) run() error {
+	m, rep, st := x.m, x.rep, x.st
 	init := m.Init()
-	k0 := init.Key()
-	ids[k0] = 0
-	keys, parent, via, depth = append(keys, k0), append(parent, -1), append(via, Label{}), append(depth, 1)
+	k0 := appendKey(nil, &init)
+	if string(k0) != init.Key() {
+		return fmt.Errorf("model: the explorer's appendKey no longer writes what State.Key writes; update it")
+	}
+	if d, err := new(keyDecoder).decode(k0); err != nil || !d.Equal(&init) {
+		return fmt.Errorf("model: the explorer's keyDecoder no longer inverts State.Key (%v); update it", err)
+	}
+	h := st.hash(k0)
+	_, off := st.add(k0, -1, 0)
+	st.shards[shardOf(h)].insert(tagOf(h), off)
 	rep.Generated = 1
 	rep.Depth = 1
-	if !checkState(0, &init) {
-		return finish(), nil
+	if !x.checkState(0, &init) {
+		return nil
 	}
-	if keepGraph {
-		g.edges = append(g.edges, nil)
+	if x.keepGraph {
+		x.edges = append(x.edges, nil)
 	}
-	for cur := int32(0); int(cur) < len(keys); cur++ {
-		s, err := DecodeKey(keys[cur])
+	for lo, hi, depth := 0, 1, 1; lo < hi; lo, hi, depth = hi, st.len(), depth+1 {
+		var stop bool
+		var err error
+		if x.workers > 1 && hi-lo >= x.parallelFrom {
+			stop, err = x.parallelLevel(int32(lo), int32(hi), depth)
+		} else {
+			stop, err = x.seqLevel(int32(lo), int32(hi), depth)
+		}
+		if err != nil || stop {
+			return err
+		}
+	}
+	rep.StateSetHash = st.setHash(x.workers)
+	if x.keepGraph {
+		return x.checkLiveness()
+	}
+	return nil
+}
+
+// checkLiveness checks the liveness properties on the state graph, each on
+// its own goroutine (at most x.workers at once), and reports them in order.
+func (x *explorer) checkLiveness() error {
+	g := &graph{states: make([]State, x.st.len()), edges: x.edges}
+	errs := make([]error, x.workers)
+	x.parallel(x.workers, func(w int) {
+		for id := w; id < len(g.states); id += x.workers {
+			var err error
+			if g.states[id], err = x.decode(int32(id)); err != nil {
+				errs[w] = err
+				return
+			}
+		}
+	})
+	for _, err := range errs {
 		if err != nil {
-			return nil, err
+			return err
+		}
+	}
+	props := x.opts.Liveness
+	outs := make([]LivenessOutcome, len(props))
+	vs := make([]*Violation, len(props))
+	var next atomic.Int32
+	x.parallel(min(x.workers, len(props)), func(int) {
+		for i := int(next.Add(1) - 1); i < len(props); i = int(next.Add(1) - 1) {
+			outs[i], vs[i] = x.m.checkLiveness(g, props[i], x.trace)
+		}
+	})
+	x.rep.Liveness = outs
+	for _, v := range vs {
+		if v != nil && x.rep.Violation == nil {
+			x.rep.Violation = v
+		}
+	}
+	return nil
+}
+
+// parallel calls f(0) .. f(n-1) on n goroutines and waits for them.
+func (x *explorer) parallel(n int, f func(worker int)) {
+	var wg sync.WaitGroup
+	for w := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			f(w)
+		}()
+	}
+	wg.Wait()
+}
+
+// decode returns state id.
+func (x *explorer) decode(id int32) (State, error) {
+	return DecodeKey(string(x.st.keyBytes(id)))
+}
+
+// label returns the step by which state id was first reached: the
+// step[id]-th step of its parent.
+func (x *explorer) label(id int32) Label {
+	ps, _ := x.decode(x.st.parent[id])
+	var lab Label
+	j, want := uint32(0), x.st.step[id]
+	x.m.Steps(&ps, func(l Label, _ *State) {
+		if j == want {
+			lab = l
+		}
+		j++
+	})
+	return lab
+}
+
+// trace returns the path by which state id was first reached.
+func (x *explorer) trace(id int32) []Step {
+	var path []int32
+	for ; id >= 0; id = x.st.parent[id] {
+		path = append(path, id)
+	}
+	out := make([]Step, 0, len(path))
+	for i := len(path) - 1; i >= 0; i-- {
+		s, _ := x.decode(path[i])
+		st := Step{State: s}
+		if i < len(path)-1 {
+			st.Action = x.m.Format(x.label(path[i]))
+		}
+		out = append(out, st)
+	}
+	return out
+}
+
+// checkState checks the invariants on state id (s), recording the first
+// that fails.
+func (x *explorer) checkState(id int32, s *State) bool {
+	for _, inv := range x.opts.Invariants {
+		if !inv.Holds(x.m, s) {
+			x.rep.Violation = &Violation{Property: inv.Name, Kind: "invariant", Trace: x.trace(id)}
+			return false
+		}
+	}
+	return true
+}
+
+// seqLevel expands states lo..hi-1 (at depth depth) one by one, exactly as
+// sequential BFS does, and reports whether it stopped at a violation.
+func (x *explorer) seqLevel(lo, hi int32, depth int) (bool, error) {
+	m, rep, st, opts := x.m, x.rep, x.st, &x.opts
+	var dec keyDecoder
+	var buf, prev []byte
+	for cur := lo; cur < hi; cur++ {
+		key := st.keyBytes(cur)
+		s, err := dec.decode(key)
+		if err != nil {
+			return false, err
 		}
 		var stop bool
-		m.Steps(&s, func(l Label, t *State) {
+		j := uint32(0)
+		prevID := int32(-1)
+		m.Steps(s, func(l Label, t *State) {
 			if stop {
 				return
 			}
+			idx := j
+			j++
 			rep.Generated++
 			rep.Coverage[l.Act]++
 			// Every step is judged, stuttering ones too: TLC checks
 			// [][P]_allvars on every step that names a new label.
 			for _, p := range opts.Actions {
-				if !p.Holds(m, &s, l, t) {
-					tr := trace(cur)
+				if !p.Holds(m, s, l, t) {
+					tr := x.trace(cur)
 					tr = append(tr, Step{Action: m.Format(l), State: t.Clone()})
 					rep.Violation = &Violation{Property: p.Name, Kind: "action property", Trace: tr}
 					stop = true
 					return
 				}
 			}
-			key := t.Key()
-			id, seen := ids[key]
-			if !seen {
-				id = int32(len(keys))
-				ids[key] = id
-				keys = append(keys, key)
-				parent = append(parent, cur)
-				via = append(via, l)
-				depth = append(depth, depth[cur]+1)
-				rep.Depth = max(rep.Depth, int(depth[id]))
-				rep.NewStates[l.Act]++
-				if keepGraph {
-					g.edges = append(g.edges, nil)
-				}
-				if !checkState(id, t) {
-					stop = true
-					return
+			buf = appendKey(buf[:0], t)
+			// A third of all steps stutter, and half repeat the previous
+			// step's successor: both are cheaper to recognize than to look up.
+			var id int32
+			switch {
+			case string(buf) == string(key):
+				id = cur
+			case prevID >= 0 && string(buf) == string(prev):
+				id = prevID
+			default:
+				h := st.hash(buf)
+				off, seen := st.lookup(h, buf)
+				if seen {
+					id = st.idAt(off)
+				} else {
+					id, off = st.add(buf, cur, idx)
+					st.shards[shardOf(h)].insert(tagOf(h), off)
+					rep.Depth = max(rep.Depth, depth+1)
+					rep.NewStates[l.Act]++
+					if x.keepGraph {
+						x.edges = append(x.edges, nil)
+					}
+					if !x.checkState(id, t) {
+						stop = true
+						return
+					}
 				}
 			}
-			if keepGraph && id != cur {
-				g.edges[cur] = append(g.edges[cur], edge{to: id, act: l.Act, r: int16(l.R), k: int16(l.K)})
+			buf, prev, prevID = prev, buf, id
+			if x.keepGraph && id != cur {
+				x.edges[cur] = append(x.edges[cur], edge{to: id, act: l.Act, r: int16(l.R), k: int16(l.K)})
 			}
 		})
 		if stop {
-			return finish(), nil
+			return true, nil
 		}
-		if opts.MaxStates > 0 && len(keys) > opts.MaxStates {
-			return nil, fmt.Errorf("model: more than %d distinct states", opts.MaxStates)
-		}
-	}
-	rep.StateSetHash = StateSetHash(keys)
-	if keepGraph {
-		g.keys = keys
-		for _, p := range opts.Liveness {
-			out, v := m.checkLiveness(g, p, trace)
-			rep.Liveness = append(rep.Liveness, out)
-			if v != nil && rep.Violation == nil {
-				rep.Violation = v
-			}
+		if opts.MaxStates > 0 && st.len() > opts.MaxStates {
+			return false, errTooMany(opts.MaxStates)
 		}
 	}
-	return finish(), nil
+	return false, nil
 }
+
+func errTooMany(n int) error { return fmt.Errorf("model: more than %d distinct states", n) }
 
 // FormatTrace renders a violation's trace as TLC would print it.
 func (m *Model) FormatTrace(v *Violation) string {

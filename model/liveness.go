@@ -111,10 +111,7 @@ func (m *Model) systemFairness() []fairness {
 // The spec's Fairness is weak fairness only.
 func (m *Model) checkLiveness(g *graph, p LivenessProperty, trace func(int32) []Step) (LivenessOutcome, *Violation) {
 	out := LivenessOutcome{Property: p.Name, Holds: true}
-	states := make([]State, len(g.keys))
-	for i, k := range g.keys {
-		states[i], _ = DecodeKey(k)
-	}
+	states := g.states
 	var fair []fairness // Fairness: every request's, and the system's own
 	for r := range m.Cfg.Requests {
 		fair = append(fair, m.fairnessFor(r)...)
