@@ -237,11 +237,10 @@ func (st *store) setHash(workers int) string {
 	return hex.EncodeToString(h.Sum(nil))
 }
 
-// appendKey appends s.Key() to b without allocating: the explorer encodes
-// every successor, and State.Key's fresh buffer and string were a tenth of
-// its time. It must write exactly what State.Key writes (Explore checks
-// that on the initial state, TestExplorerKeyCodec on every reachable state
-// of several configs).
+// appendKey appends s's canonical encoding (State.Key) to b without
+// allocating: the explorer encodes every successor, and a fresh buffer and
+// string per state were a tenth of its time. It is the one encoder of
+// states; keyDecoder is its inverse.
 func appendKey(b []byte, s *State) []byte {
 	b = binary.AppendVarint(b, s.Now)
 	b = binary.AppendVarint(b, int64(s.NextAttempt))
@@ -274,24 +273,30 @@ func appendKey(b []byte, s *State) []byte {
 		b = binary.AppendVarint(b, int64(q.Key))
 		b = binary.AppendVarint(b, int64(q.Attempt))
 	}
-	for _, q := range s.Waitq {
-		b = binary.AppendUvarint(b, uint64(len(q)))
-		for _, r := range q {
-			b = binary.AppendVarint(b, int64(r))
+	for _, qs := range [2][][]int{s.Waitq, s.Arrivals} {
+		for k := range s.Table {
+			var q []int
+			if k < len(qs) {
+				q = qs[k]
+			}
+			b = binary.AppendUvarint(b, uint64(len(q)))
+			for _, r := range q {
+				b = binary.AppendVarint(b, int64(r))
+			}
 		}
 	}
 	return b
 }
 
 // keyDecoder decodes keys appendKey wrote into one State, reusing its
-// memory: the explorer decodes every state it expands, and DecodeKey's
-// fresh slices were most of that. What it returns is valid until the next
-// decode, and holds nil for an empty wait queue, as DecodeKey does.
+// memory: the explorer decodes every state it expands, and fresh slices per
+// state were most of that. What it returns is valid until the next decode
+// (DecodeKey clones it), and holds nil for an empty queue.
 type keyDecoder struct {
-	s     State
-	b     []byte
-	err   error
-	waitq []int // backing store of s.Waitq's queues
+	s      State
+	b      []byte
+	err    error
+	queues []int // backing store of s.Waitq's and s.Arrivals's queues
 }
 
 func (d *keyDecoder) vi() int64 {
@@ -331,6 +336,24 @@ func resize[T any](s []T, n int) []T {
 	return s[:n]
 }
 
+// queuesInto decodes n queues into qs's memory and d.queues.
+func (d *keyDecoder) queuesInto(qs [][]int, n int) [][]int {
+	qs = resize(qs, n)
+	for k := range qs {
+		qs[k] = nil
+		if m := d.uv(); m > 0 {
+			at := len(d.queues)
+			for range m {
+				d.queues = append(d.queues, int(d.vi()))
+			}
+			// A queue keeps the memory it was decoded into, should a
+			// later one move d.queues.
+			qs[k] = d.queues[at : at+m : at+m]
+		}
+	}
+	return qs
+}
+
 // decode returns the state whose key is key.
 func (d *keyDecoder) decode(key []byte) (*State, error) {
 	d.b, d.err = key, nil
@@ -361,20 +384,9 @@ func (d *keyDecoder) decode(key []byte) (*State, error) {
 		q.Pc = Pc(d.by())
 		q.Key, q.Attempt = int(d.vi()), int(d.vi())
 	}
-	s.Waitq = resize(s.Waitq, len(s.Table))
-	d.waitq = d.waitq[:0]
-	for k := range s.Waitq {
-		s.Waitq[k] = nil
-		if n := d.uv(); n > 0 {
-			at := len(d.waitq)
-			for range n {
-				d.waitq = append(d.waitq, int(d.vi()))
-			}
-			// A queue keeps the memory it was decoded into, should a
-			// later one move d.waitq.
-			s.Waitq[k] = d.waitq[at : at+n : at+n]
-		}
-	}
+	d.queues = d.queues[:0]
+	s.Waitq = d.queuesInto(s.Waitq, len(s.Table))
+	s.Arrivals = d.queuesInto(s.Arrivals, len(s.Table))
 	if d.err == nil && len(d.b) != 0 {
 		d.err = fmt.Errorf("model: trailing bytes in state key")
 	}

@@ -14,130 +14,20 @@ import (
 
 // Key is a compact canonical encoding of s: two states are equal exactly
 // when their keys are. The explorer deduplicates on it and the state-set
-// hash is computed over it.
+// hash is computed over it. It is appendKey's encoding, the one codec of
+// states (see explore_store.go).
 func (s *State) Key() string {
-	b := make([]byte, 0, 16+len(s.Gen)+len(s.Table)*10+len(s.Req)*3)
-	b = binary.AppendVarint(b, s.Now)
-	b = binary.AppendVarint(b, int64(s.NextAttempt))
-	b = binary.AppendUvarint(b, uint64(len(s.Gen)))
-	for _, g := range s.Gen {
-		b = binary.AppendVarint(b, int64(g))
-	}
-	b = binary.AppendUvarint(b, uint64(len(s.Table)))
-	for _, e := range s.Table {
-		c := byte(0)
-		if e.Closing {
-			c = 1
-		}
-		b = append(b, byte(e.St), c)
-		b = binary.AppendVarint(b, int64(e.Holder))
-		b = binary.AppendVarint(b, int64(e.Attempt))
-		b = binary.AppendVarint(b, int64(e.Target))
-		b = binary.AppendVarint(b, int64(e.TGen))
-		b = binary.AppendVarint(b, e.Deadline)
-		b = binary.AppendVarint(b, e.RDeadline)
-		b = binary.AppendVarint(b, int64(e.Leases))
-	}
-	for _, t := range s.Since {
-		b = binary.AppendVarint(b, t)
-	}
-	b = binary.AppendUvarint(b, uint64(len(s.Req)))
-	for _, q := range s.Req {
-		b = append(b, byte(q.Pc))
-		b = binary.AppendVarint(b, int64(q.Key))
-		b = binary.AppendVarint(b, int64(q.Attempt))
-	}
-	for _, qs := range [][][]int{s.Waitq, s.Arrivals} {
-		for k := range s.Table {
-			var q []int
-			if k < len(qs) {
-				q = qs[k]
-			}
-			b = binary.AppendUvarint(b, uint64(len(q)))
-			for _, r := range q {
-				b = binary.AppendVarint(b, int64(r))
-			}
-		}
-	}
-	return string(b)
+	return string(appendKey(make([]byte, 0, 16+len(s.Gen)+len(s.Table)*12+len(s.Req)*3), s))
 }
 
 // DecodeKey is the inverse of Key.
 func DecodeKey(key string) (State, error) {
-	b := []byte(key)
-	var err error
-	vi := func() int64 {
-		v, n := binary.Varint(b)
-		if n <= 0 {
-			err = fmt.Errorf("model: corrupt state key")
-			return 0
-		}
-		b = b[n:]
-		return v
+	var d keyDecoder
+	s, err := d.decode([]byte(key))
+	if err != nil {
+		return State{}, err
 	}
-	uv := func() int {
-		v, n := binary.Uvarint(b)
-		if n <= 0 || v > 1<<20 {
-			err = fmt.Errorf("model: corrupt state key")
-			return 0
-		}
-		b = b[n:]
-		return int(v)
-	}
-	by := func() byte {
-		if len(b) == 0 {
-			err = fmt.Errorf("model: corrupt state key")
-			return 0
-		}
-		c := b[0]
-		b = b[1:]
-		return c
-	}
-	var s State
-	s.Now = vi()
-	s.NextAttempt = int(vi())
-	s.Gen = make([]int, uv())
-	for i := range s.Gen {
-		s.Gen[i] = int(vi())
-	}
-	s.Table = make([]Entry, uv())
-	for i := range s.Table {
-		e := &s.Table[i]
-		e.St = EntryState(by())
-		e.Closing = by() == 1
-		e.Holder, e.Attempt, e.Target, e.TGen = int(vi()), int(vi()), int(vi()), int(vi())
-		e.Deadline = vi()
-		e.RDeadline = vi()
-		e.Leases = int(vi())
-	}
-	s.Since = make([]int64, len(s.Table))
-	for i := range s.Since {
-		s.Since[i] = vi()
-	}
-	s.Req = make([]Req, uv())
-	for i := range s.Req {
-		q := &s.Req[i]
-		q.Pc = Pc(by())
-		q.Key, q.Attempt = int(vi()), int(vi())
-	}
-	queues := func() [][]int {
-		qs := make([][]int, len(s.Table))
-		for k := range qs {
-			if n := uv(); n > 0 {
-				qs[k] = make([]int, n)
-				for i := range qs[k] {
-					qs[k][i] = int(vi())
-				}
-			}
-		}
-		return qs
-	}
-	s.Waitq = queues()
-	s.Arrivals = queues()
-	if err == nil && len(b) != 0 {
-		err = fmt.Errorf("model: trailing bytes in state key")
-	}
-	return s, err
+	return s.Clone(), nil
 }
 
 // StateSetHash is the SHA-256 of a set of state keys, independent of order.
