@@ -5,13 +5,15 @@
 // BeginDispatch, Complete, Resolve, Release, Abandon, Invalidate, Close,
 // InvalidateKey, Expire, DropStale, QuarantineExpire, ReservationTimeout,
 // DispatchTimeout, Bump, Advance), the invariants and the action properties carry the same
-// names. The model is pure: no goroutines, no wall clock, no shared state.
-// Every action takes a State and returns the next State, a Result that says
-// what the caller observes, and whether the action was enabled.
+// names. The model is pure: no wall clock, no shared state, and its actions
+// start no goroutines. Every action takes a State and returns the next
+// State, a Result that says what the caller observes, and whether the
+// action was enabled.
 //
 // The explorer in this package enumerates every reachable state of a model
-// configured from a TLC config file, and CI compares its state set with the
-// one TLC reported (spec/tla/results).
+// configured from a TLC config file, breadth first, on every core
+// (Options.Workers) with the report sequential BFS gives, and CI compares
+// its state set with the one TLC reported (spec/tla/results).
 package model
 
 import (
