@@ -57,8 +57,8 @@ func explore(t *testing.T, cfg string) (*Model, *Report) {
 	return exploreConfig(t, c)
 }
 
-// exploreConfig explores the model a parsed TLC config describes.
-func exploreConfig(t *testing.T, c *TLCConfig) (*Model, *Report) {
+// loadConfig returns the model and the checks a parsed TLC config describes.
+func loadConfig(t *testing.T, c *TLCConfig) (*Model, Options) {
 	t.Helper()
 	m, err := c.Load()
 	if err != nil {
@@ -68,6 +68,23 @@ func exploreConfig(t *testing.T, c *TLCConfig) (*Model, *Report) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return m, opts
+}
+
+// readConfig is loadConfig of the TLC config file at path.
+func readConfig(t *testing.T, path string) (*Model, Options) {
+	t.Helper()
+	c, err := ReadTLCConfig(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return loadConfig(t, c)
+}
+
+// exploreConfig explores the model a parsed TLC config describes.
+func exploreConfig(t *testing.T, c *TLCConfig) (*Model, *Report) {
+	t.Helper()
+	m, opts := loadConfig(t, c)
 	rep, err := m.Explore(opts)
 	if err != nil {
 		t.Fatal(err)

@@ -34,18 +34,7 @@ func TestExploreSameForEveryWorkerCount(t *testing.T) {
 	for _, cfg := range cfgs {
 		name := filepath.Base(cfg)
 		t.Run(name, func(t *testing.T) {
-			c, err := ReadTLCConfig(cfg)
-			if err != nil {
-				t.Fatal(err)
-			}
-			m, err := c.Load()
-			if err != nil {
-				t.Fatal(err)
-			}
-			opts, err := OptionsFor(c)
-			if err != nil {
-				t.Fatal(err)
-			}
+			m, opts := readConfig(t, cfg)
 			want, err := referenceExplore(m, opts)
 			if err != nil {
 				t.Fatal(err)
@@ -73,18 +62,7 @@ func TestExploreSameForEveryWorkerCount(t *testing.T) {
 // violation found before the limit is reached is still reported.
 func TestExploreMaxStatesSameForEveryWorkerCount(t *testing.T) {
 	for _, name := range []string{"MCWitnessTwoQuarantines.cfg", "MCBugAcceptsStale.cfg"} {
-		c, err := ReadTLCConfig(filepath.Join(specDir, name))
-		if err != nil {
-			t.Fatal(err)
-		}
-		m, err := c.Load()
-		if err != nil {
-			t.Fatal(err)
-		}
-		opts, err := OptionsFor(c)
-		if err != nil {
-			t.Fatal(err)
-		}
+		m, opts := readConfig(t, filepath.Join(specDir, name))
 		full, err := referenceExplore(m, opts)
 		if err != nil {
 			t.Fatal(err)

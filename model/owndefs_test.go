@@ -119,6 +119,21 @@ func closure(edges map[string][]string, roots []string) map[string]string {
 }
 
 // path renders how def was reached in a closure: root -> ... -> def.
+// reachedActions returns what root reaches in edges (for path) and,
+// sorted, the definitions among them that the actions reach (actions, a
+// closure) and that are not shared.
+func reachedActions(edges map[string][]string, root string, actions map[string]string, shared map[string]string) (map[string]string, []string) {
+	reach := closure(edges, []string{root})
+	var bad []string
+	for d := range reach {
+		if _, isAction := actions[d]; isAction && shared[d] == "" {
+			bad = append(bad, d)
+		}
+	}
+	sort.Strings(bad)
+	return reach, bad
+}
+
 func path(from map[string]string, def string) string {
 	p := []string{def}
 	for d := from[def]; d != ""; d = from[d] {
@@ -174,14 +189,7 @@ func tlaOwnDefinitionProblems(src, mc string) []string {
 			out = append(out, fmt.Sprintf("Placement.tla has no definition of %s", root))
 			continue
 		}
-		reach := closure(mod.defs, []string{root})
-		var bad []string
-		for d := range reach {
-			if _, isAction := actions[d]; isAction && tlaShared[d] == "" {
-				bad = append(bad, d)
-			}
-		}
-		sort.Strings(bad)
+		reach, bad := reachedActions(mod.defs, root, actions, tlaShared)
 		for _, d := range bad {
 			out = append(out, fmt.Sprintf("%s reaches %s, which an action or a variant uses (%s; used as %s)",
 				root, d, path(reach, d), path(actions, d)))
@@ -499,14 +507,7 @@ func goOwnFunctionProblems(src map[string]string) ([]string, error) {
 			out = append(out, fmt.Sprintf("%s (%s) has no definition in the model's source", r, roots[r]))
 			continue
 		}
-		reach := closure(edges, []string{r})
-		var bad []string
-		for d := range reach {
-			if _, isAction := actions[d]; isAction && goShared[d] == "" {
-				bad = append(bad, d)
-			}
-		}
-		sort.Strings(bad)
+		reach, bad := reachedActions(edges, r, actions, goShared)
 		for _, d := range bad {
 			out = append(out, fmt.Sprintf("%s (%s) reaches %s, which an action uses (%s; used as %s)",
 				r, roots[r], d, path(reach, d), path(actions, d)))
