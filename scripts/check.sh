@@ -46,8 +46,8 @@ s_bench_smoke() { "$GO" test -count=1 -timeout 8m -run '^$' -bench . -benchtime 
 s_bug_zoo() { "$GO" run ./linearizability/cmd/mutants; }
 s_bug_zoo_bounds() { "$GO" run ./linearizability/cmd/mutants -bounds; }
 s_linearizability_campaign() {
-  LINEARIZABILITY_SEEDS=32 LINEARIZABILITY_OPS=1000 LINEARIZABILITY_SEED=1000 \
-    "$GO" test -count=1 -timeout 15m -run 'TestLinearizable$' -v ./linearizability/
+  LINEARIZABILITY_SEEDS=128 LINEARIZABILITY_OPS=1500 LINEARIZABILITY_SEED=1000 \
+    "$GO" test -race -count=1 -timeout 15m -run 'TestLinearizable$' -v ./linearizability/
 }
 s_fuzz() { make --no-print-directory fuzz FUZZTIME=50000x; }
 s_tlc() { spec/tla/tlc.sh; }
