@@ -314,7 +314,7 @@ func (c *Coordinator[T]) acquireSlow(ctx context.Context, key string, wait bool)
 	var (
 		w      *waiting[T] // this call's place in its key's queue, once it waits
 		we     *entry[T]   // the entry w is queued on
-		swept  bool
+		swept  int         // capacity sweeps this call made
 		waited bool
 	)
 	for {
@@ -447,16 +447,22 @@ func (c *Coordinator[T]) acquireSlow(ctx context.Context, key string, wait bool)
 			return Acquisition[T]{}, err
 		default: // absent: a fresh entry
 			if !c.tryTakeSlot() {
-				if !swept && c.sweepMayHelp(now) {
-					// Reclaim expired and stale entries first, without
-					// holding this entry's lock (the sweep takes it). The
-					// fresh entry leaves the table meanwhile, so nothing
-					// (a Close, say) can strand it there; the next round
-					// links a new one.
+				// The refusal happens now: judge it at a reading taken
+				// after the table was found full (the clock may have moved
+				// since this round's reading, or during an earlier sweep).
+				full := c.now()
+				if mutant("SweepsOnceWhenFull") {
+					full = now
+				}
+				if swept < maxCapacitySweeps && (swept == 0 || !mutant("SweepsOnceWhenFull")) && c.sweepMayHelp(full) {
+					// Reclaim what is over first, without holding this
+					// entry's lock (the sweep takes it). The fresh entry
+					// leaves the table meanwhile, so nothing (a Close, say)
+					// can strand it there; the next round links a new one.
 					c.removeLocked(e, Event[T]{}, nil)
 					e.mu.Unlock()
-					c.sweep(now)
-					swept = true
+					c.sweep(full)
+					swept++
 					continue
 				}
 				c.stats.capacity.Add(1)
@@ -680,6 +686,13 @@ func (c *Coordinator[T]) tryTakeSlot() bool {
 func (c *Coordinator[T]) sweepMayHelp(now int64) bool {
 	return now >= c.nextExpiry.Load() || c.catalog.epoch.Load() != c.sweptEpoch.Load()
 }
+
+// maxCapacitySweeps bounds the sweeps one Acquire's capacity path makes. A
+// full table sweeps before it refuses, and again whenever something became
+// due meanwhile (sweepMayHelp at a fresh reading), so a refusal is judged
+// with everything over reclaimed; the bound only stops a clock that keeps
+// moving from making one call sweep without end.
+const maxCapacitySweeps = 8
 
 // paddedCounter is a counter on its own cache line.
 type paddedCounter struct {

@@ -113,3 +113,35 @@ func TestContract_StatsSayHowDispatchesEnded(t *testing.T) {
 	}
 	wantIdentity(t, s, "after every kind of end")
 }
+
+// A full table judges its refusal at the clock it refuses at: when the
+// clock moves on while the capacity path sweeps (here: past a quarantine's
+// QuarantineTTL, after the sweep read the clock), what is over by then is
+// reclaimed before anyone is refused (found by Porcupine, seed 300081: a
+// TryAcquire refused for capacity though a quarantine holding a slot had
+// ended during its call).
+func TestContract_FullTableSweepsAgainAfterTheClockMoves(t *testing.T) {
+	c, clk := manual(t, func(c *Config[target]) {
+		c.MaxEntries, c.QuarantineTTL, c.ReserveTimeout = 2, 3*time.Second, 10*time.Second
+	})
+	d, err := reserve(t, c, "a").BeginDispatch(w1, 1)
+	must(t, err)
+	_, err = d.Complete(Ambiguous) // a's quarantine ends at 3 s
+	wantIs(t, err, ErrAmbiguous)
+	b := reserve(t, c, "b")
+	c.BumpGeneration(w2) // a generation moved: a sweep may help
+	moved := false
+	c.testAfterUnlink = func(key string) {
+		if key == "c" && !moved { // the capacity path's first sweep is about to run
+			moved = true
+			must(t, clk.Set(4*time.Second))
+		}
+	}
+	a, err := c.TryAcquire("c")
+	c.testAfterUnlink = nil
+	if !moved || err != nil || a.Reservation == nil {
+		t.Fatalf("TryAcquire on a table whose quarantine ended during the call: %v (clock moved: %v), want a reservation", err, moved)
+	}
+	a.Done()
+	must(t, b.Cancel())
+}

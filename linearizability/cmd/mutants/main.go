@@ -53,6 +53,7 @@ var variants = []struct{ name, doc string }{
 	{"QuarantinedReadsClockOnce", "Quarantined reads the clock once before its walk: a quarantine begun during the walk lists a negative age"},
 	{"BindingsNotCounted", "commits are not counted in Bindings (per-target counts read zero)"},
 	{"DispatchesLostReservation", "BeginDispatch accepts a reservation the key has handed to another request: two initializers"},
+	{"SweepsOnceWhenFull", "a full table sweeps once, at the call's first clock reading, and refuses though something ended since"},
 	{"ForgetsLateHandOff", "a waiter handed the key just after it looked forgets the reservation when the key's entry is replaced meanwhile"},
 }
 
