@@ -1,6 +1,7 @@
 package placement
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strings"
@@ -584,5 +585,46 @@ func TestContract_StatsAndIdleDeadlineAreTruthful(t *testing.T) {
 	clk.Reclaim()
 	if s := c.Stats(); s.Live != 6 || s.Quarantined != 1 || c.live.Load() != 6 {
 		t.Fatalf("Stats after a sweep: %+v (%d slots held)", s, c.live.Load())
+	}
+}
+
+// TestContract_LenAndAmbiguousExpires: Len counts the slots the table holds,
+// Config gives the defaults, and a quarantine's *AmbiguousError says when
+// QuarantineTTL ends it (Complete's and a later Acquire's alike).
+func TestContract_LenAndAmbiguousExpires(t *testing.T) {
+	clk := NewManualClock(0)
+	c, err := New(Config[int]{Clock: clk, QuarantineTTL: 7 * time.Second, MaxEntries: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if c.Len() != 0 || c.Config().MaxEntries != 3 || c.Config().IdleTTL != DefaultIdleTTL {
+		t.Fatalf("Len %d, Config %+v", c.Len(), c.Config())
+	}
+	a, err := c.Acquire(context.Background(), "k")
+	if err != nil || c.Len() != 1 {
+		t.Fatalf("Acquire: %v, Len %d", err, c.Len())
+	}
+	if err := clk.Advance(2 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+	d, err := a.Reservation.BeginDispatch(1, c.Generation(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = d.Complete(Ambiguous)
+	var q *AmbiguousError[int]
+	if !errors.As(err, &q) || q.Expires != 9*time.Second {
+		t.Fatalf("Complete(Ambiguous): %v (%+v)", err, q)
+	}
+	_, err = c.Acquire(context.Background(), "k")
+	if !errors.As(err, &q) || q.Expires != 9*time.Second || c.Len() != 1 {
+		t.Fatalf("Acquire of the quarantined key: %v (%+v), Len %d", err, q, c.Len())
+	}
+	if err := clk.Advance(9 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if c.Len() != 0 {
+		t.Fatalf("Len after the quarantine ended: %d", c.Len())
 	}
 }

@@ -438,7 +438,7 @@ func (c *Coordinator[T]) acquireSlow(ctx context.Context, key string, wait bool)
 				return Acquisition[T]{Reservation: r}, nil
 			}
 			e.leaveLocked(w)
-			err := &AmbiguousError[T]{Key: key, Attempt: e.p.attempt, Generation: e.p.tgen, Target: e.p.target}
+			err := &AmbiguousError[T]{Key: key, Attempt: e.p.attempt, Generation: e.p.tgen, Target: e.p.target, Expires: time.Duration(e.p.deadline)}
 			if mutant("AmbiguousWithoutTarget") {
 				var zero T
 				err.Target = zero
@@ -1058,6 +1058,18 @@ func (c *Coordinator[T]) Bindings(target T) int {
 	}
 	return int(s.bound.Load().n.Load())
 }
+
+// Len returns how many entries the table holds now (bindings,
+// reservations, dispatches and quarantines, each holding a slot), with one
+// atomic load: a layer above reads it to judge the table's pressure before
+// admitting a new session (Acquire refuses a new key with a *CapacityError
+// once Len reaches MaxEntries and a sweep frees nothing). An entry that is
+// over but not yet reclaimed still counts (see Stats for the swept count).
+func (c *Coordinator[T]) Len() int { return int(c.live.Load()) }
+
+// Config returns the coordinator's configuration as New validated it, every
+// zero field replaced by its default.
+func (c *Coordinator[T]) Config() Config[T] { return c.cfg }
 
 // Generation returns target's current generation (1 for a target never
 // bumped).

@@ -430,6 +430,7 @@ func (d *Dispatch[T]) Complete(o Outcome) (Lease[T], error) {
 	case !late: // Ambiguous
 		c.quarantineLocked(e, now)
 		ev.Kind = EventQuarantined
+		ambiguous.Expires = time.Duration(e.p.deadline)
 		c.emitLocked(ev, quarantinedTarget(e))
 		// A quarantine whose target's generation already moved on is over
 		// at birth: it is dropped now, so it holds no slot.

@@ -3,6 +3,7 @@ package placement
 import (
 	"errors"
 	"fmt"
+	"time"
 )
 
 // Sentinel errors. Every error the package returns matches one of them with
@@ -106,6 +107,12 @@ type AmbiguousError[T comparable] struct {
 	// Target is the quarantined attempt's target (a resolver asks that
 	// target what became of the attempt).
 	Target T
+	// Expires is when QuarantineTTL ends the quarantine unless something
+	// settles it first, on the coordinator's clock (Coordinator.Now's
+	// timeline): a caller that must wait for the session can say when it
+	// may try again. Zero after a late Ambiguous (the quarantine it names
+	// may be over).
+	Expires time.Duration
 }
 
 // Error describes the error.

@@ -1,0 +1,307 @@
+package affinity
+
+import (
+	"context"
+	"errors"
+
+	"github.com/placementlab/placement/impl/placement"
+)
+
+type attemptKind uint8
+
+const (
+	attemptHit      attemptKind = iota + 1 // a later turn on the binding
+	attemptFirst                           // the dispatch that places the session
+	attemptUnpinned                        // no binding involved
+)
+
+// Attempt is one dispatch of a request to a target, from Turn.Dispatch to
+// Complete.
+type Attempt struct {
+	t      *Turn
+	target Target
+	kind   attemptKind
+	d      *placement.Dispatch[slot]
+	done   bool
+}
+
+// Target returns where the request goes.
+func (a *Attempt) Target() Target { return a.target }
+
+// ID returns the attempt id of a dispatch that places the session (a
+// router sends it to the worker as an idempotency key, so a resolver can
+// ask what became of it), and 0 for a later turn or an unpinned request.
+func (a *Attempt) ID() uint64 {
+	if a.d == nil {
+		return 0
+	}
+	return a.d.Attempt()
+}
+
+// Hit reports whether the attempt is a later turn on the session's binding.
+func (a *Attempt) Hit() bool { return a.kind == attemptHit }
+
+// Context returns the context for the upstream call: for a dispatch that
+// places the session, one that ends at the dispatch's deadline unless an
+// outcome came first (placement.Dispatch.Context); otherwise a cancellable
+// copy of parent. Call cancel when the call (its whole body) ends.
+func (a *Attempt) Context(parent context.Context) (context.Context, context.CancelFunc) {
+	if a.d == nil {
+		return context.WithCancel(parent)
+	}
+	return a.d.Context(parent)
+}
+
+// Dispatch sends the request to target, which the scheduler chose from
+// Eligible. By the contract table: a pin is exact (a target it does not
+// accept is a *MismatchError); a bound request's dispatch that the binding
+// accepts is a later turn (a hit); one it does not accept is a
+// *MismatchError in hard mode (nothing dispatched, the binding kept) and a
+// move in soft mode (the binding follows: a fenced invalidation of the
+// version this request holds, so of concurrent moves the first wins, then
+// the session is placed on target); a placing request dispatches under a
+// fresh attempt id. A target whose worker is not a member, failed, or does
+// not serve its rank is an *IneligibleError (ErrPinnedWorkerGone).
+//
+// After a DefinitelyNotAccepted outcome the request may Dispatch again (to
+// another target); after Accepted or an unknown outcome it may not
+// (ErrTurnEnded).
+func (t *Turn) Dispatch(target Target) (*Attempt, error) {
+	l := t.l
+	if t.st == turnEnded || t.flying != nil {
+		return nil, ErrTurnEnded
+	}
+	if err := l.dispatchable(target); err != nil {
+		return nil, err
+	}
+	if t.req.HasPin && !t.req.Pin.Accepts(target) {
+		l.stats.errors.Add(1)
+		return nil, &MismatchError{Binding: t.req.Pin, Dispatch: target}
+	}
+	switch t.st {
+	case turnBound:
+		b := t.lease.Target().target()
+		if b.Accepts(target) {
+			if !t.hitCounted {
+				t.hitCounted = true
+				l.stats.hits.Add(1)
+			}
+			return t.fly(&Attempt{t: t, target: target, kind: attemptHit}), nil
+		}
+		if l.cfg.Mode == ModeHard && !(mutant("HardPinFollows") && t.req.HasPin) {
+			l.stats.errors.Add(1)
+			return nil, &MismatchError{Binding: b, Dispatch: target}
+		}
+		// Soft: the binding follows the dispatch.
+		if mutant("MovesWithoutFence") {
+			_, _ = t.c.InvalidateKey(t.req.Session.k)
+			_ = t.lease.Release()
+		} else {
+			_ = t.lease.Invalidate()
+		}
+		t.acq.Done()
+		if !t.moved(MoveFollow) {
+			t.unpinned(CauseMovesExhausted)
+			return t.fly(&Attempt{t: t, target: target, kind: attemptUnpinned}), nil
+		}
+		t.st = turnMoving
+		return t.place(target)
+	case turnReserved, turnMoving:
+		return t.place(target)
+	default: // unpinned
+		if t.cause == CauseAdmission {
+			l.door[t.req.Phase].remember(t.req.Session, target)
+		}
+		return t.fly(&Attempt{t: t, target: target, kind: attemptUnpinned}), nil
+	}
+}
+
+func (t *Turn) fly(a *Attempt) *Attempt { t.flying = a; return a }
+
+// dispatchable checks that target's worker is a member, up, and serves it.
+func (l *Layer) dispatchable(target Target) error {
+	m, ok := l.mem.load().current(target.Worker)
+	if !ok || m.failed || !m.serves(target) {
+		l.stats.errors.Add(1)
+		return &IneligibleError{Target: target, Cause: ErrPinnedWorkerGone}
+	}
+	return nil
+}
+
+// place dispatches a placing request (reserved, or moving: it reserves the
+// session first, without waiting: a session another request holds means a
+// concurrent move won) to target under a fresh attempt.
+func (t *Turn) place(target Target) (*Attempt, error) {
+	l := t.l
+	if t.st == turnMoving {
+		a, err := t.c.TryAcquire(t.req.Session.k)
+		switch {
+		case err == nil && a.Hit():
+			// Another request placed the session since: keep its binding
+			// if it accepts target, else go unpinned and leave it alone.
+			if a.Lease.Target().target().Accepts(target) && l.mem.load()[target.Worker] != nil &&
+				l.mem.load()[target.Worker].instance == a.Lease.Target().instance {
+				t.acq, t.lease, t.st = a, a.Lease, turnBound
+				t.hitCounted = true
+				l.stats.hits.Add(1)
+				return t.fly(&Attempt{t: t, target: target, kind: attemptHit}), nil
+			}
+			a.Done()
+			t.unpinned(CauseMoveLost)
+		case err == nil:
+			t.acq, t.st = a, turnReserved
+		case errors.Is(err, placement.ErrCapacity):
+			t.unpinned(CauseCapacity)
+		default: // ErrWouldWait, a quarantine, too many leases, closed
+			if errors.Is(err, placement.ErrClosed) {
+				t.st = turnEnded
+				return nil, err
+			}
+			t.unpinned(CauseMoveLost)
+		}
+		if t.st == turnUnpinned {
+			return t.fly(&Attempt{t: t, target: target, kind: attemptUnpinned}), nil
+		}
+	}
+	r := t.acq.Reservation
+	for tries := 0; ; tries++ {
+		m := l.mem.load()[target.Worker]
+		if m == nil || m.failed {
+			l.stats.errors.Add(1)
+			return nil, &IneligibleError{Target: target, Cause: ErrPinnedWorkerGone}
+		}
+		s := slotOf(target, m.instance)
+		d, err := r.BeginDispatch(s, t.c.Generation(s))
+		switch {
+		case errors.Is(err, placement.ErrFenced) && tries < 3:
+			continue // the worker restarted between the two reads
+		case errors.Is(err, placement.ErrReservationLost):
+			t.acq.Done()
+			t.unpinned(CauseReservationLost)
+			return t.fly(&Attempt{t: t, target: target, kind: attemptUnpinned}), nil
+		case err != nil:
+			return nil, err
+		}
+		// A Join (restart) or Leave that landed between the read of the
+		// membership and BeginDispatch: nothing was sent, so roll back.
+		if now := l.mem.load()[target.Worker]; !mutant("DispatchesToDeparted") && (now == nil || now.instance != m.instance || now.failed) {
+			_, _ = d.Complete(placement.DefinitelyNotAccepted)
+			l.stats.errors.Add(1)
+			return nil, &IneligibleError{Target: target, Cause: ErrPinnedWorkerGone}
+		}
+		return t.fly(&Attempt{t: t, target: target, kind: attemptFirst, d: d}), nil
+	}
+}
+
+// Complete reports the attempt's outcome (placement.Accepted: the worker
+// took the request, its response headers came; DefinitelyNotAccepted: it
+// refused, or the request never reached it; Ambiguous: a timeout or a cut
+// stream after the request was written). It returns nil when the request
+// was served; otherwise:
+//
+//   - placement.ErrNotAccepted: the request may Dispatch again, to another
+//     target. A placing dispatch's reservation is held again; a later
+//     turn's refusal moves the binding (the next Dispatch places the
+//     session anew); an unpinned one changes nothing.
+//   - a *placement.AmbiguousError: a placing dispatch's outcome is unknown:
+//     the session is quarantined (never replayed) until a late result, a
+//     Resolve, its worker's restart or QuarantineTTL settles it.
+//   - ErrOutcomeUnknown: a later turn's or an unpinned request's outcome is
+//     unknown; the binding is kept (and not refreshed), and the request
+//     must not be replayed.
+//
+// An Accepted placing dispatch binds the session (the request holds its
+// first lease until Done); if the worker restarted meanwhile the binding
+// is stale at birth and the session stays unbound (counted in Stats), but
+// the request was served: nil.
+func (a *Attempt) Complete(o placement.Outcome) error {
+	t := a.t
+	if a.done || t.flying != a {
+		return ErrTurnEnded
+	}
+	if o < placement.Accepted || o > placement.Ambiguous {
+		return placement.ErrInvalidArgument
+	}
+	a.done = true
+	t.flying = nil
+	l := t.l
+	switch a.kind {
+	case attemptFirst:
+		lease, err := a.d.Complete(o)
+		switch {
+		case err == nil:
+			t.lease, t.st = lease, turnBound
+			t.hitCounted = true // its own binding: not an affinity hit
+			return nil
+		case errors.Is(err, placement.ErrStaleAtBirth):
+			l.stats.staleAtBirth.Add(1)
+			t.st = turnEnded
+			return nil
+		case errors.Is(err, placement.ErrNotAccepted):
+			return err // held again (a lost one shows at the next Dispatch)
+		default: // ambiguous (quarantined), fenced, closed
+			t.st = turnEnded
+			return err
+		}
+	case attemptHit:
+		switch o {
+		case placement.Accepted:
+			return nil
+		case placement.DefinitelyNotAccepted:
+			// The bound worker refused a later turn: the binding moves
+			// (fenced by the version this request holds).
+			_ = t.lease.Invalidate()
+			t.acq.Done()
+			if !t.moved(MoveRefused) {
+				t.unpinned(CauseMovesExhausted)
+			} else {
+				t.st = turnMoving
+			}
+			return placement.ErrNotAccepted
+		default:
+			t.outcome = placement.Ambiguous
+			t.st = turnEnded
+			return ErrOutcomeUnknown
+		}
+	default:
+		switch o {
+		case placement.Accepted:
+			return nil
+		case placement.DefinitelyNotAccepted:
+			return placement.ErrNotAccepted
+		default:
+			t.st = turnEnded
+			return ErrOutcomeUnknown
+		}
+	}
+}
+
+// Done ends whatever the request still holds: an attempt in flight (a
+// placing one is quarantined: its outcome is unknown), the lease on the
+// binding (released; closed for the session's final request, so the
+// binding goes when the last request holding it ends; abandoned, without
+// refreshing the idle TTL, after an unknown outcome), a reservation never
+// dispatched. Done is idempotent.
+func (t *Turn) Done() {
+	if t.st == turnEnded && t.lease == (placement.Lease[slot]{}) && t.acq == (placement.Acquisition[slot]{}) {
+		return
+	}
+	if a := t.flying; a != nil && a.d != nil {
+		a.d.Drop()
+	}
+	t.flying = nil
+	if t.lease != (placement.Lease[slot]{}) {
+		switch {
+		case t.outcome == placement.Ambiguous:
+			_ = t.lease.Abandon()
+		case t.req.Final && !mutant("FinalInvalidates"):
+			_ = t.lease.Close()
+		case t.req.Final:
+			_ = t.lease.Invalidate()
+		default:
+			_ = t.lease.Release()
+		}
+	}
+	t.acq.Done()
+	t.lease, t.acq, t.st = placement.Lease[slot]{}, placement.Acquisition[slot]{}, turnEnded
+}

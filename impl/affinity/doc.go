@@ -1,0 +1,141 @@
+// Package affinity is the session-affinity layer a router embeds on top of
+// the placement core (impl/placement): session keys from HTTP headers under
+// a trusted namespace, worker membership with data-parallel ranks and
+// instance identities, explicit pins, the precedence of a pin, a binding
+// and the scheduler's choice, eligibility, table pressure, and what an
+// operator watches. Every rule below is a row of the contract table, and
+// each row has its test (contract_test.go, named for the row).
+//
+// It imports only the standard library and the core.
+//
+// # A request
+//
+//	req, err := layer.RequestFromHeader(ns, r.Header, affinity.PhaseDecode)
+//	if err != nil { ... 400: *SessionIDError ... }
+//	turn, err := layer.Start(ctx, req)
+//	if err != nil { ... *PinError, *QuarantinedError (hard mode) ... }
+//	defer turn.Done()
+//	for {
+//		cands, err := turn.Eligible(all, nil)    // narrowed to the binding when eligible
+//		if err != nil { ... *IneligibleError (pin, hard binding) ... }
+//		a, err := turn.Dispatch(pick(cands))     // the scheduler's choice
+//		if err != nil { ... }
+//		ctx, cancel := a.Context(ctx)
+//		out := forward(ctx, a.Target(), a.ID()) // Accepted, DefinitelyNotAccepted, Ambiguous
+//		err = a.Complete(out)
+//		cancel()
+//		if !errors.Is(err, placement.ErrNotAccepted) {
+//			return err // nil: served (and bound, if it placed the session)
+//		}
+//		all = without(all, a.Target())          // refused: try another target
+//	}
+//
+// # Targets and membership
+//
+// A Target is a worker and, optionally, a data-parallel rank; a target
+// without a rank means any rank of its worker. Workers Join with an
+// instance Identity (a boot id, a pod uid) and a rank range. A Join with a
+// new identity is a restart: every binding to the worker, whatever its rank,
+// is fenced in one step (a binding names the worker's instance, and the
+// membership is one atomically published snapshot), and every quarantine of
+// an attempt on it ends. The same identity back after Fail is a flap: nothing
+// is fenced, and the bindings that no request moved meanwhile serve again.
+// Leave fences like a restart. A worker that is not a member, or failed, is
+// never dispatched to by a request that reads the membership after the
+// change: a placing dispatch re-reads it after BeginDispatch and rolls back
+// (nothing was sent) if the worker changed in between.
+//
+// # Session identity
+//
+// RequestFromHeader reads the canonical header (Headers.Session, default
+// X-Session-ID), which wins, then the agent clients' headers in order
+// (DefaultHeaders), and the final-request headers. A session id is 1 to 256
+// bytes of visible ASCII (*SessionIDError otherwise). Keys are SHA-256
+// digests of the trusted Namespace (model, group, tenant) and the id, so no
+// client id reaches another namespace's binding and every key is 33 bytes
+// whatever the client sent. A sibling group's key (SiblingGroup, shared by
+// an agent's subagents) begins with a byte no session key has.
+//
+// # The contract table
+//
+// Rows are checked in this order: the first that applies decides. "Off",
+// "soft" and "hard" are the Mode. A pin is exact in every mode; it is
+// phase-local (a request carries the pin of its own phase).
+//
+//	row  situation                                off          soft                                  hard
+//	N1   mode off                                 unpinned     -                                     -
+//	N2   no session id                            unpinned     unpinned (CauseNoSession)             same as soft
+//	P1   pin names no worker, or a negative rank  *PinError    *PinError                             *PinError
+//	P2   pin's worker gone or failed, not         typed error  typed error (*IneligibleError)        same as soft
+//	     allowed, overloaded; a rank it does not
+//	     serve (*PinError)
+//	P3   pin agrees with the live binding         -            hit (the dispatch goes to the pin)    same as soft
+//	P4   pin disagrees with the live binding      -            dispatch to the pin; the binding      *PinError (ErrPinConflict)
+//	                                                           follows (move "follow")               at Start; binding kept
+//	P5   pin, session not bound                   -            the pin's dispatch binds the session  same as soft
+//	B1   binding, worker left or restarted        -            fenced: the session is placed anew    same as soft
+//	B2   binding, worker failed, or no longer     -            moved: invalidated, placed anew       same as soft
+//	     serves the bound rank                                 (at most MaxMoves per request)
+//	B3   binding eligible                         -            narrowed to it: a hit                 same as soft
+//	B4   binding overloaded or not allowed        -            the full set; if the dispatch goes    *IneligibleError; binding
+//	                                                           elsewhere the binding follows         kept
+//	B5   dispatch disagrees with the binding      -            the binding follows (fenced move:     *MismatchError; nothing
+//	                                                           the first concurrent move wins)       dispatched; binding kept
+//	B6   a worker-only binding, any rank of its   -            a hit                                 a hit
+//	     worker; a ranked binding, another rank   -            a move (B5)                           *MismatchError
+//	S1   session unbound, nobody placing          -            placing: the dispatch binds           same as soft
+//	S2   another request is placing the session   -            wait (until ctx ends)                 same as soft
+//	Q1   session quarantined                      -            unpinned (CauseQuarantined): no       *QuarantinedError with
+//	                                                           binding made, the quarantine kept     Until, RetryAfter
+//	C1   table full                               -            unpinned (CauseCapacity), never an    same as soft
+//	                                                           error
+//	A1   table at AdmitAllBelow, session unseen   -            unpinned (CauseAdmission); its        same as soft
+//	                                                           target remembered
+//	A2   table at AdmitAllBelow, second turn      -            placing, narrowed to the first        same as soft
+//	                                                           turn's target when eligible
+//	L1   a later turn refused (DNA on a hit)      -            binding moves at once (1 refusal);    same as soft
+//	                                                           the request may dispatch elsewhere
+//	L2   a later turn timed out or cut            -            ErrOutcomeUnknown: not replayed;      same as soft
+//	     (Ambiguous on a hit)                                  binding kept; timeouts alone never
+//	                                                           move it (the health check does: Fail)
+//	F1   the session's final request              -            the binding closes when the last      same as soft
+//	                                                           request holding it ends
+//	M1   a request moved MaxMoves times           -            unpinned (CauseMovesExhausted)        same as soft
+//
+// Why quarantines differ by mode (Q1): engines such as vLLM and SGLang have
+// no endpoint that answers "did attempt N arrive?", so with them an
+// ambiguous first turn can only end by QuarantineTTL. Soft mode keeps the
+// session served meanwhile, unpinned, and never makes a binding that a late
+// Accepted of the quarantined attempt would contradict; hard mode says when
+// the session can be placed again.
+//
+// # Admission under pressure
+//
+// The core never evicts a live binding, so a flood of one-off session ids
+// (the anchor router's table filled at about 18 new ids a second) can only
+// fill the table and starve the sessions that come next. Below
+// AdmitAllBelow of a phase's table (default half), every session binds at
+// its first turn. At or above it, a session the layer has not seen binds
+// only at its second turn: the first is routed unpinned (a first turn has
+// no cache to lose) and its target remembered in a fixed array of slots (a
+// doorkeeper: overwritten, never grown, by a flood), and the second is
+// narrowed to that target, so its cache is reused. One-off ids then never
+// take an entry past the mark, the rest of the table stays for sessions
+// that have shown a second turn, and established sessions are never
+// touched. A reserve for established sessions alone would not do: new
+// sessions that are real would be refused with the flood.
+//
+// # Observability
+//
+// Stats (through the Source interface) gives what an operator watches:
+// hits, new bindings, waits, unpinned requests by Cause, moves by MoveCause,
+// quarantines opened, resolved (accepted or not), expired and dropped,
+// binding expirations, live entries, and bound sessions per worker. The
+// Prometheus adapter is impl/affinityprom; this package imports no metrics
+// library.
+//
+// # Time
+//
+// Config.Clock, a *placement.ManualClock, passes through to the core, so a
+// simulation host drives the whole layer on its own time.
+package affinity

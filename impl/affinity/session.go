@@ -1,0 +1,174 @@
+package affinity
+
+import (
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"fmt"
+	"net/http"
+)
+
+// Namespace is the trusted scope a session id is read in: the model, the
+// routing group and the tenant, set by the router from what it trusts (its
+// route, the authenticated caller), never from the client's session id.
+// Keys of different namespaces never meet: the same client id under two
+// tenants names two sessions.
+type Namespace struct {
+	Model, Group, Tenant string
+}
+
+// Key is a session's key in the layer's tables: a fixed-size digest of the
+// namespace and the client's session id, so a binding's memory does not
+// depend on client input, and no client id reaches another namespace's
+// binding. The zero Key means "no session": the request is routed unpinned.
+type Key struct{ k string }
+
+// kindSession and kindSibling are the first byte of a key: a client's
+// session id always yields kindSession, so no client-supplied id can
+// produce a sibling group's key.
+const (
+	kindSession byte = 's'
+	kindSibling byte = 'g'
+	keyBytes         = 1 + sha256.Size
+)
+
+// IsZero reports whether k is the zero Key (no session).
+func (k Key) IsZero() bool { return k.k == "" }
+
+// Sibling reports whether k is a sibling group's key.
+func (k Key) Sibling() bool { return len(k.k) == keyBytes && k.k[0] == kindSibling }
+
+// String formats k for logs: its kind and the first bytes of its digest
+// (never the client's id).
+func (k Key) String() string {
+	if k.IsZero() {
+		return "none"
+	}
+	return string(k.k[0]) + ":" + hex.EncodeToString([]byte(k.k[1:9]))
+}
+
+// Session returns the key of the client session id under ns. The id is
+// validated first (see ValidateSessionID).
+func (ns Namespace) Session(id string) (Key, error) {
+	if err := ValidateSessionID(id); err != nil {
+		return Key{}, err
+	}
+	return ns.derive(kindSession, id), nil
+}
+
+// SiblingGroup returns the key of the sibling group of parent's subagents:
+// requests of the subagents an agent fans out share one binding (and so
+// one worker's cache of their common prefix). Its first byte is one no
+// session key has, so no client-supplied id can produce it.
+func (ns Namespace) SiblingGroup(parent Key) (Key, error) {
+	if parent.IsZero() || parent.Sibling() {
+		return Key{}, &SessionIDError{Reason: "a sibling group needs a parent session's key"}
+	}
+	return ns.derive(kindSibling, parent.k), nil
+}
+
+// derive hashes the namespace's fields and the id, each length-prefixed so
+// that no two different inputs share an encoding.
+func (ns Namespace) derive(kind byte, id string) Key {
+	h := sha256.New()
+	var n [8]byte
+	for _, f := range [...]string{ns.Model, ns.Group, ns.Tenant, id} {
+		binary.BigEndian.PutUint64(n[:], uint64(len(f)))
+		h.Write(n[:])
+		h.Write([]byte(f))
+	}
+	var out [keyBytes]byte
+	out[0] = kind
+	h.Sum(out[1:1])
+	return Key{k: string(out[:])}
+}
+
+// MaxSessionIDBytes bounds a client's session id: the anchor's limit.
+const MaxSessionIDBytes = 256
+
+// ValidateSessionID checks a client's raw session id: 1 to
+// MaxSessionIDBytes bytes of visible ASCII (0x21 to 0x7e: no spaces, no
+// control characters, nothing outside ASCII), which covers UUIDs, ULIDs
+// and the ids agent clients send. It returns a *SessionIDError otherwise.
+func ValidateSessionID(id string) error {
+	if id == "" {
+		return &SessionIDError{Reason: "empty session id"}
+	}
+	if len(id) > MaxSessionIDBytes {
+		return &SessionIDError{Reason: fmt.Sprintf("session id of %d bytes exceeds %d", len(id), MaxSessionIDBytes)}
+	}
+	for i := 0; i < len(id); i++ {
+		if c := id[i]; c < 0x21 || c > 0x7e {
+			return &SessionIDError{Reason: fmt.Sprintf("session id has byte 0x%02x at %d (only visible ASCII)", c, i)}
+		}
+	}
+	return nil
+}
+
+// Headers says where a request's session id and final-request flag are.
+type Headers struct {
+	// Session is the canonical session header; it wins over Alternates.
+	Session string
+	// Alternates are read, in order, when Session is absent.
+	Alternates []string
+	// Final marks the session's final request: its value is "1" or "true"
+	// (any case); other values, or no header, mean not final.
+	Final []string
+}
+
+// DefaultHeaders: the canonical X-Session-ID, then the headers agent clients
+// send (Dynamo's X-Dynamo-Session-ID, Claude Code's
+// X-Claude-Code-Session-Id, the OpenAI Codex CLI's session_id), and
+// X-Session-Final or X-Dynamo-Session-Final for the final request.
+var DefaultHeaders = Headers{
+	Session:    "X-Session-ID",
+	Alternates: []string{"X-Dynamo-Session-ID", "X-Claude-Code-Session-Id", "session_id"},
+	Final:      []string{"X-Session-Final", "X-Dynamo-Session-Final"},
+}
+
+// SessionID returns the session id h carries (found false when none of the
+// headers is present), and whether the request is the session's final
+// one. A header that is present but empty counts as present (and fails
+// validation), so a client cannot fall through to a lower header by
+// sending an empty canonical one. A header given twice is an error.
+func (hs Headers) SessionID(h http.Header) (id string, final, found bool, err error) {
+	for i, name := range append([]string{hs.Session}, hs.Alternates...) {
+		if name == "" || (i > 0 && name == hs.Session) {
+			continue
+		}
+		vs := h.Values(name)
+		if len(vs) == 0 {
+			continue
+		}
+		if len(vs) > 1 {
+			return "", false, true, &SessionIDError{Reason: fmt.Sprintf("header %s given %d times", name, len(vs))}
+		}
+		id, found = vs[0], true
+		break
+	}
+	for _, name := range hs.Final {
+		if v := h.Get(name); v != "" && (v == "1" || equalFold(v, "true")) {
+			final = true
+		}
+	}
+	if !found {
+		return "", final, false, nil
+	}
+	return id, final, true, ValidateSessionID(id)
+}
+
+func equalFold(a, b string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := 0; i < len(a); i++ {
+		x, y := a[i], b[i]
+		if 'A' <= x && x <= 'Z' {
+			x += 'a' - 'A'
+		}
+		if x != y {
+			return false
+		}
+	}
+	return true
+}

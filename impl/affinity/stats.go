@@ -1,0 +1,80 @@
+package affinity
+
+import "sort"
+
+// counters are the layer's cumulative counts, each on its own cache line.
+type counters struct {
+	hits, binds, waits, errors, staleAtBirth          counter
+	quarantined, resolvedAccepted, resolvedNotAccepted counter
+	quarantineExpired, quarantineDropped, expired      counter
+	unpinned                                           [numCauses]counter
+	moves                                              [numMoveCauses]counter
+}
+
+// Stats is what an operator watches. The counters are cumulative (they
+// never go down); Live, Quarantined and Workers are gauges.
+type Stats struct {
+	// Hits: requests dispatched to their session's live binding.
+	Hits uint64
+	// Binds: new bindings (a placing dispatch accepted, or a quarantine
+	// resolved Accepted).
+	Binds uint64
+	// Waits: requests that waited while another request placed their session.
+	Waits uint64
+	// Unpinned counts requests routed unpinned, by Cause.
+	Unpinned [numCauses]uint64
+	// Moves counts bindings moved, by MoveCause.
+	Moves [numMoveCauses]uint64
+	// QuarantinesOpened, ResolvedAccepted, ResolvedNotAccepted,
+	// QuarantinesExpired (QuarantineTTL) and QuarantinesDropped (the
+	// worker restarted or left): the quarantines' lives.
+	QuarantinesOpened, ResolvedAccepted, ResolvedNotAccepted uint64
+	QuarantinesExpired, QuarantinesDropped                   uint64
+	// Expirations: bindings that ended idle past their TTL.
+	Expirations uint64
+	// StaleAtBirth: accepted placing dispatches whose worker restarted
+	// before the commit (served, not bound).
+	StaleAtBirth uint64
+	// Errors: typed errors the layer returned to requests (pin conflicts,
+	// ineligible exact targets, mismatches, hard-mode quarantines).
+	Errors uint64
+	// Live: entries in the phases' tables (bindings, placements in
+	// progress, quarantines); Quarantined: the live quarantines.
+	Live, Quarantined int
+	// Workers: the members, their states and bound sessions.
+	Workers []WorkerInfo
+}
+
+// Source is what a metrics adapter reads: a Layer.
+type Source interface {
+	Stats() Stats
+}
+
+// Stats returns the layer's counters and gauges. It walks the tables (the
+// core's Stats): call it from a scrape, not per request.
+func (l *Layer) Stats() Stats {
+	s := &l.stats
+	out := Stats{
+		Hits: s.hits.Load(), Binds: s.binds.Load(), Waits: s.waits.Load(),
+		QuarantinesOpened: s.quarantined.Load(), ResolvedAccepted: s.resolvedAccepted.Load(),
+		ResolvedNotAccepted: s.resolvedNotAccepted.Load(), QuarantinesExpired: s.quarantineExpired.Load(),
+		QuarantinesDropped: s.quarantineDropped.Load(), Expirations: s.expired.Load(),
+		StaleAtBirth: s.staleAtBirth.Load(), Errors: s.errors.Load(),
+	}
+	for i := range s.unpinned {
+		out.Unpinned[i] = s.unpinned[i].Load()
+	}
+	for i := range s.moves {
+		out.Moves[i] = s.moves[i].Load()
+	}
+	for _, c := range l.core {
+		cs := c.Stats()
+		out.Live += int(cs.Live)
+		out.Quarantined += int(cs.Quarantined)
+	}
+	out.Workers = l.Workers()
+	return out
+}
+
+
+func sortWorkers(ws []WorkerInfo) { sort.Slice(ws, func(i, j int) bool { return ws[i].ID < ws[j].ID }) }

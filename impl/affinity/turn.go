@@ -1,0 +1,285 @@
+package affinity
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/placementlab/placement/impl/placement"
+)
+
+// Cause says why a request was routed unpinned: with no binding consulted
+// or made for it.
+type Cause uint8
+
+const (
+	// CauseNone: the request is not unpinned.
+	CauseNone Cause = iota
+	// CauseOff: the layer's mode is ModeOff.
+	CauseOff
+	// CauseNoSession: the request carries no session id.
+	CauseNoSession
+	// CauseCapacity: the phase's table is full.
+	CauseCapacity
+	// CauseAdmission: the table is under pressure and this is the first
+	// turn the layer has seen of the session (it binds at its second).
+	CauseAdmission
+	// CauseQuarantined: soft mode, and the session is quarantined.
+	CauseQuarantined
+	// CauseMoveLost: the request's move of the binding found the session
+	// taken by a concurrent request (its move came first).
+	CauseMoveLost
+	// CauseMovesExhausted: the request moved the binding MaxMoves times.
+	CauseMovesExhausted
+	// CauseLeases: the binding holds placement.MaxLeases leases.
+	CauseLeases
+	// CauseReservationLost: the session's reservation ended (its
+	// ReserveTimeout passed) before the request dispatched.
+	CauseReservationLost
+	numCauses
+)
+
+var causeNames = [numCauses]string{"none", "off", "no_session", "capacity", "admission", "quarantined",
+	"move_lost", "moves_exhausted", "leases", "reservation_lost"}
+
+// String names c (the label the Prometheus adapter uses).
+func (c Cause) String() string {
+	if c < numCauses {
+		return causeNames[c]
+	}
+	return fmt.Sprintf("Cause(%d)", c)
+}
+
+// MoveCause says why a binding moved.
+type MoveCause uint8
+
+const (
+	// MoveWorkerGone: the bound worker left or restarted.
+	MoveWorkerGone MoveCause = iota
+	// MoveWorkerFailed: the bound worker's health check failed.
+	MoveWorkerFailed
+	// MoveRankGone: the bound worker no longer serves the bound rank.
+	MoveRankGone
+	// MoveFollow: soft mode: the dispatch went elsewhere (the bound target
+	// was not eligible, or a pin named another), and the binding follows.
+	MoveFollow
+	// MoveRefused: a later turn was refused by the bound worker
+	// (DefinitelyNotAccepted on a hit).
+	MoveRefused
+	numMoveCauses
+)
+
+var moveNames = [numMoveCauses]string{"worker_gone", "worker_failed", "rank_gone", "follow", "refused"}
+
+// String names c (the label the Prometheus adapter uses).
+func (c MoveCause) String() string {
+	if c < numMoveCauses {
+		return moveNames[c]
+	}
+	return fmt.Sprintf("MoveCause(%d)", c)
+}
+
+type turnState uint8
+
+const (
+	turnUnpinned turnState = iota // no binding: route as the scheduler likes
+	turnBound                     // a lease on the session's binding
+	turnReserved                  // the request places the session
+	turnMoving                    // the binding was given up: place again at Dispatch
+	turnEnded                     // Done, or an outcome that ends the turn
+)
+
+// Turn is one request's hold on its session, from Start to Done. A Turn
+// is used by one goroutine (the request's).
+type Turn struct {
+	l     *Layer
+	req   Request
+	c     *placement.Coordinator[slot]
+	acq   placement.Acquisition[slot]
+	lease placement.Lease[slot] // turnBound: the lease the request holds
+	st    turnState
+	cause Cause
+	hint  Target
+	hinted,
+	hitCounted bool
+	moves   int
+	flying  *Attempt
+	outcome placement.Outcome // of the last attempt on a hit
+}
+
+// Start begins a request: it reads the session's binding in the request's
+// phase (waiting while another request places the session, until ctx is
+// done) and decides, by the contract table, whether the request is bound
+// (Bound), places the session (Placing) or is routed unpinned (Unpinned).
+// Errors: ctx ending while waiting (placement.ErrCancelled), the layer's
+// Close (placement.ErrClosed), and in hard mode a pin that disagrees with
+// the binding (*PinError) and a quarantined session (*QuarantinedError).
+// Every Turn must end with Done; a Turn is returned only with a nil error.
+func (l *Layer) Start(ctx context.Context, req Request) (*Turn, error) {
+	t := &Turn{l: l, req: req}
+	if req.Phase >= numPhases {
+		return nil, fmt.Errorf("%w: phase %d", placement.ErrInvalidArgument, req.Phase)
+	}
+	if req.HasPin {
+		if err := l.validPin(req.Pin); err != nil {
+			return nil, err
+		}
+	}
+	switch {
+	case l.cfg.Mode == ModeOff:
+		return t.unpinned(CauseOff), nil
+	case req.Session.IsZero():
+		return t.unpinned(CauseNoSession), nil
+	}
+	t.c = l.core[req.Phase]
+	if t.c.Len() >= l.admit && !mutant("AdmitsFlood") {
+		if info, err := t.c.Query(req.Session.k); err == nil && info.State == placement.StateAbsent {
+			hint, ok, seen := l.door[req.Phase].check(req.Session)
+			if !seen {
+				return t.unpinned(CauseAdmission), nil
+			}
+			t.hint, t.hinted = hint, ok
+		}
+	}
+	return t, t.acquire(ctx)
+}
+
+// validPin checks a pin's shape: a worker id, and no negative rank.
+func (l *Layer) validPin(p Target) error {
+	if p.Worker == "" {
+		return &PinError{Pin: p, Reason: "a pin needs a worker (a rank without a worker is not a pin)"}
+	}
+	if p.HasRank && p.Rank < 0 {
+		return &PinError{Pin: p, Reason: "negative rank"}
+	}
+	return nil
+}
+
+func (t *Turn) unpinned(c Cause) *Turn {
+	t.st, t.cause = turnUnpinned, c
+	t.l.stats.unpinned[c].Add(1)
+	return t
+}
+
+// acquire reads the session's entry until it is bound to a live target, is
+// reserved for this request, or the request goes unpinned.
+func (t *Turn) acquire(ctx context.Context) error {
+	l, key := t.l, t.req.Session.k
+	for {
+		a, err := t.c.TryAcquire(key)
+		if errors.Is(err, placement.ErrWouldWait) {
+			l.stats.waits.Add(1)
+			a, err = t.c.Acquire(ctx, key)
+		}
+		var amb *placement.AmbiguousError[slot]
+		switch {
+		case err == nil && a.Hit():
+			b := a.Lease.Target()
+			if mc, moved := l.judge(b); moved {
+				// The bound worker failed, left or restarted: move (a
+				// fenced invalidation: only this binding version goes).
+				if mutant("FollowsDepartedWorker") {
+					t.acq, t.lease, t.st = a, a.Lease, turnBound
+					return nil
+				}
+				_ = a.Lease.Invalidate()
+				a.Done()
+				if !t.moved(mc) {
+					t.unpinned(CauseMovesExhausted)
+					return nil
+				}
+				continue
+			}
+			if t.req.HasPin && !agreesWith(t.req.Pin, b.target()) && l.cfg.Mode == ModeHard && !mutant("HardPinFollows") {
+				a.Done()
+				l.stats.errors.Add(1)
+				return &PinError{Pin: t.req.Pin, Binding: b.target()}
+			}
+			t.acq, t.lease, t.st = a, a.Lease, turnBound
+			return nil
+		case err == nil:
+			t.acq, t.st = a, turnReserved
+			return nil
+		case errors.As(err, &amb):
+			if l.cfg.Mode == ModeHard {
+				l.stats.errors.Add(1)
+				return &QuarantinedError{Target: amb.Target.target(), Attempt: amb.Attempt, Generation: amb.Generation,
+					Until: amb.Expires, RetryAfter: max(0, amb.Expires-t.c.Now())}
+			}
+			t.unpinned(CauseQuarantined)
+			return nil
+		case errors.Is(err, placement.ErrCapacity):
+			t.unpinned(CauseCapacity)
+			return nil
+		case errors.Is(err, placement.ErrTooManyLeases):
+			t.unpinned(CauseLeases)
+			return nil
+		default:
+			return err
+		}
+	}
+}
+
+// judge reports whether a binding to b must move, and why: its worker
+// left or restarted (another instance), failed, or no longer serves b's rank.
+func (l *Layer) judge(b slot) (MoveCause, bool) {
+	m, ok := l.mem.load().current(b.worker)
+	switch {
+	case !ok || m.instance != b.instance:
+		return MoveWorkerGone, true
+	case m.failed:
+		return MoveWorkerFailed, true
+	case !m.serves(b.target()):
+		return MoveRankGone, true
+	}
+	return 0, false
+}
+
+// moved counts a move; it reports false when the request has used up its
+// moves.
+func (t *Turn) moved(c MoveCause) bool {
+	t.l.stats.moves[c].Add(1)
+	t.moves++
+	return t.moves <= t.l.cfg.MaxMoves
+}
+
+// Bound returns the session's binding this request holds a lease on.
+func (t *Turn) Bound() (Target, bool) {
+	if t.st != turnBound {
+		return Target{}, false
+	}
+	return t.lease.Target().target(), true
+}
+
+// Placing reports whether the request places the session: its dispatch,
+// if Accepted, binds the session.
+func (t *Turn) Placing() bool { return t.st == turnReserved || t.st == turnMoving }
+
+// Unpinned returns why the request is routed unpinned (CauseNone if not).
+func (t *Turn) Unpinned() Cause {
+	if t.st != turnUnpinned {
+		return CauseNone
+	}
+	return t.cause
+}
+
+// Eligible returns the candidates the scheduler may choose from for this
+// request: the layer's Eligibility with the request's pin, its binding (or
+// the hint its session's first turn left), and allow (nil: every worker).
+// See Eligibility for the rules and the errors.
+func (t *Turn) Eligible(cands []Candidate, allow func(worker string) bool) ([]Candidate, error) {
+	e := t.l.Eligibility().WithAllow(allow)
+	switch {
+	case t.req.HasPin:
+		e = e.WithPin(t.req.Pin)
+	case t.st == turnBound:
+		e = e.WithBinding(t.lease.Target().target())
+	case t.hinted && t.st != turnUnpinned:
+		e = e.WithHint(t.hint)
+	}
+	out, err := e.Select(cands)
+	if err != nil {
+		t.l.stats.errors.Add(1)
+	}
+	return out, err
+}
