@@ -4,7 +4,7 @@ import "sort"
 
 // counters are the layer's cumulative counts, each on its own cache line.
 type counters struct {
-	hits, binds, waits, errors, staleAtBirth          counter
+	hits, binds, waits, errors, staleAtBirth           counter
 	quarantined, resolvedAccepted, resolvedNotAccepted counter
 	quarantineExpired, quarantineDropped, expired      counter
 	unpinned                                           [numCauses]counter
@@ -75,6 +75,5 @@ func (l *Layer) Stats() Stats {
 	out.Workers = l.Workers()
 	return out
 }
-
 
 func sortWorkers(ws []WorkerInfo) { sort.Slice(ws, func(i, j int) bool { return ws[i].ID < ws[j].ID }) }
