@@ -133,6 +133,7 @@ func New(cfg Config) (*Layer, error) {
 	if cfg.Headers.Session == "" && len(cfg.Headers.Alternates) == 0 {
 		cfg.Headers = DefaultHeaders
 	}
+	cfg.Headers = cfg.Headers.canonical()
 	l := &Layer{cfg: cfg, mem: newMembership()}
 	for p := range l.core {
 		c, err := placement.New(placement.Config[slot]{

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"net/http"
+	"net/textproto"
 )
 
 // Namespace is the trusted scope a session id is read in: the model, the
@@ -70,16 +71,19 @@ func (ns Namespace) SiblingGroup(parent Key) (Key, error) {
 // derive hashes the namespace's fields and the id, each length-prefixed so
 // that no two different inputs share an encoding.
 func (ns Namespace) derive(kind byte, id string) Key {
-	h := sha256.New()
-	var n [8]byte
-	for _, f := range [...]string{ns.Model, ns.Group, ns.Tenant, id} {
-		binary.BigEndian.PutUint64(n[:], uint64(len(f)))
-		h.Write(n[:])
-		h.Write([]byte(f))
+	var stack [512]byte
+	buf := stack[:0]
+	if n := len(ns.Model) + len(ns.Group) + len(ns.Tenant) + len(id) + 32; n > len(stack) {
+		buf = make([]byte, 0, n)
 	}
+	for _, f := range [...]string{ns.Model, ns.Group, ns.Tenant, id} {
+		buf = binary.BigEndian.AppendUint64(buf, uint64(len(f)))
+		buf = append(buf, f...)
+	}
+	sum := sha256.Sum256(buf)
 	var out [keyBytes]byte
 	out[0] = kind
-	h.Sum(out[1:1])
+	copy(out[1:], sum[:])
 	return Key{k: string(out[:])}
 }
 
@@ -126,28 +130,50 @@ var DefaultHeaders = Headers{
 	Final:      []string{"X-Session-Final", "X-Dynamo-Session-Final"},
 }
 
+// canonical returns hs with every name in the canonical form http.Header
+// keys have, so SessionID indexes the map without converting a name.
+func (hs Headers) canonical() Headers {
+	out := Headers{Session: textproto.CanonicalMIMEHeaderKey(hs.Session)}
+	for _, n := range hs.Alternates {
+		if n = textproto.CanonicalMIMEHeaderKey(n); n != out.Session {
+			out.Alternates = append(out.Alternates, n)
+		}
+	}
+	for _, n := range hs.Final {
+		out.Final = append(out.Final, textproto.CanonicalMIMEHeaderKey(n))
+	}
+	return out
+}
+
 // SessionID returns the session id h carries (found false when none of the
 // headers is present), and whether the request is the session's final
 // one. A header that is present but empty counts as present (and fails
 // validation), so a client cannot fall through to a lower header by
 // sending an empty canonical one. A header given twice is an error.
 func (hs Headers) SessionID(h http.Header) (id string, final, found bool, err error) {
-	for i, name := range append([]string{hs.Session}, hs.Alternates...) {
-		if name == "" || (i > 0 && name == hs.Session) {
-			continue
+	for i := -1; i < len(hs.Alternates) && !found; i++ {
+		name := hs.Session
+		if i >= 0 {
+			name = hs.Alternates[i]
 		}
-		vs := h.Values(name)
+		vs := h[name]
 		if len(vs) == 0 {
-			continue
+			vs = h.Values(name) // a name given in another case than canonical
 		}
-		if len(vs) > 1 {
+		switch {
+		case len(vs) == 0:
+			continue
+		case len(vs) > 1:
 			return "", false, true, &SessionIDError{Reason: fmt.Sprintf("header %s given %d times", name, len(vs))}
 		}
 		id, found = vs[0], true
-		break
 	}
 	for _, name := range hs.Final {
-		if v := h.Get(name); v != "" && (v == "1" || equalFold(v, "true")) {
+		vs := h[name]
+		if len(vs) == 0 {
+			vs = h.Values(name)
+		}
+		if len(vs) > 0 && (vs[0] == "1" || equalFold(vs[0], "true")) {
 			final = true
 		}
 	}

@@ -230,8 +230,12 @@ func report(rs map[string]*result, count int) string {
 	b.WriteString(table(rs, func(n string) bool {
 		_, who := splitLast(n)
 		_, variant := variants[who]
-		return !variant && !strings.HasPrefix(n, "Scaling/") && !strings.HasPrefix(n, "Reaper/")
+		return !variant && !strings.HasPrefix(n, "Scaling/") && !strings.HasPrefix(n, "Reaper/") && !strings.HasPrefix(n, "Affinity/")
 	}, false))
+	b.WriteString("\n### The affinity layer\n\nA later turn from its header to its lease and back: `core` reads the header's value as impl/placement's key " +
+		"(Acquire hits, Done releases); `affinity` is impl/affinity's RequestFromHeader, Start, Eligible over 8 candidates, Dispatch, " +
+		"Complete and Done; `affinity-key` the key's derivation alone. ×core is the ratio to `core`.\n\n")
+	b.WriteString(affinityTable(rs))
 	b.WriteString("\n### Scaling\n\nThe hot path (hit and release on 1,024 live bindings) in parallel on distinct keys, one goroutine per proc: " +
 		"ns/op (wall time per operation, all goroutines together) and, in parentheses, throughput as a ratio to the same contender at GOMAXPROCS 1.\n\n")
 	b.WriteString(scalingTable(rs))
@@ -621,4 +625,27 @@ func cond(ok bool, s string) string {
 		return s
 	}
 	return ""
+}
+
+// affinityTable lists the Affinity benchmarks with their ratio to the
+// core's hit in the same run.
+func affinityTable(rs map[string]*result) string {
+	var names []string
+	for n := range rs {
+		if strings.HasPrefix(n, "Affinity/") {
+			names = append(names, n)
+		}
+	}
+	sort.Strings(names)
+	var b strings.Builder
+	b.WriteString("| benchmark | ns/op | allocs/op | B/op | ×core |\n|---|---:|---:|---:|---:|\n")
+	for _, n := range names {
+		r := rs[n]
+		ratio := ""
+		if c, ok := rs["Affinity/hit/core"]; ok && c.nsOp > 0 {
+			ratio = fmt.Sprintf("%.2f", r.nsOp/c.nsOp)
+		}
+		fmt.Fprintf(&b, "| %s | %s | %.0f | %.0f | %s |\n", n, num(r.nsOp), r.allocs, r.bOp, ratio)
+	}
+	return b.String()
 }
