@@ -2,6 +2,8 @@ package affinity
 
 import (
 	"fmt"
+	"unicode"
+	"unicode/utf8"
 	"sync"
 	"sync/atomic"
 )
@@ -136,6 +138,10 @@ func (w Worker) validate() error {
 	switch {
 	case w.ID == "":
 		return &WorkerError{Worker: w.ID, Reason: "empty worker id"}
+	case len(w.ID) > MaxWorkerIDBytes:
+		return &WorkerError{Worker: w.ID[:32] + "...", Reason: fmt.Sprintf("worker id of %d bytes exceeds %d", len(w.ID), MaxWorkerIDBytes)}
+	case !printable(w.ID):
+		return &WorkerError{Worker: w.ID, Reason: "worker id is not printable UTF-8 (metrics label it with the id)"}
 	case w.Identity == "":
 		return &WorkerError{Worker: w.ID, Reason: "empty instance identity"}
 	case w.Ranks < 0 || w.FirstRank < 0:
@@ -144,6 +150,22 @@ func (w Worker) validate() error {
 		return &WorkerError{Worker: w.ID, Reason: fmt.Sprintf("rank range %d+%d beyond %d", w.FirstRank, w.Ranks, maxRanks)}
 	}
 	return nil
+}
+
+// MaxWorkerIDBytes bounds a worker id (a host:port, a pod name, a URL).
+const MaxWorkerIDBytes = 256
+
+// printable reports whether s is valid UTF-8 without control characters.
+func printable(s string) bool {
+	if !utf8.ValidString(s) {
+		return false
+	}
+	for _, r := range s {
+		if unicode.IsControl(r) {
+			return false
+		}
+	}
+	return true
 }
 
 // maxRanks bounds a worker's rank numbers (a data-parallel group of more
