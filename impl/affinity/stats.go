@@ -41,8 +41,20 @@ type Stats struct {
 	// Live: entries in the phases' tables (bindings, placements in
 	// progress, quarantines); Quarantined: the live quarantines.
 	Live, Quarantined int
+	// Tables: each phase's table (index Phase): its entries, its
+	// quarantines, its capacity and the entries at which second-turn
+	// admission starts.
+	Tables [numPhases]TableStats
 	// Workers: the members, their states and bound sessions.
 	Workers []WorkerInfo
+}
+
+// TableStats is one phase's table.
+type TableStats struct {
+	Live, Quarantined int
+	// Capacity is Config.MaxEntries (or the core's default); AdmitMark the
+	// entries from which a new session binds only at its second turn.
+	Capacity, AdmitMark int
 }
 
 // Source is what a metrics adapter reads: a Layer.
@@ -67,8 +79,10 @@ func (l *Layer) Stats() Stats {
 	for i := range s.moves {
 		out.Moves[i] = s.moves[i].Load()
 	}
-	for _, c := range l.core {
+	for p, c := range l.core {
 		cs := c.Stats()
+		out.Tables[p] = TableStats{Live: int(cs.Live), Quarantined: int(cs.Quarantined),
+			Capacity: c.Config().MaxEntries, AdmitMark: l.admit}
 		out.Live += int(cs.Live)
 		out.Quarantined += int(cs.Quarantined)
 	}
