@@ -397,7 +397,7 @@ func TestOnceAndOptions(t *testing.T) {
 	mfs, err := reg.Gather()
 	require.NoError(t, err)
 	assert.Equal(t, 1, src.calls)
-	assert.Len(t, mfs, 16)
+	assert.Len(t, mfs, 20)
 	for _, mf := range mfs {
 		assert.True(t, strings.HasPrefix(mf.GetName(), "router_affinity_"), mf.GetName())
 	}
@@ -409,7 +409,7 @@ func TestOnceAndOptions(t *testing.T) {
 	assert.Error(t, prometheus.NewRegistry().Register(clash))
 }
 
-// TestInvalidWorkerID: a worker id that is not valid UTF-8 (Join accepts
+// TestInvalidWorkerID: a worker id that is not valid UTF-8 (Join refuses
 // it) fails the scrape with an error instead of a panic; the other series
 // are still served with ContinueOnError.
 func TestInvalidWorkerID(t *testing.T) {
