@@ -109,6 +109,21 @@
 // Accepted of the quarantined attempt would contradict; hard mode says when
 // the session can be placed again.
 //
+// # Moves, and why they need no new core action
+//
+// A move (B2, B5, L1, and a soft pin's P4) is two actions the core's spec
+// already has: Lease.Invalidate, which removes the binding only if the
+// version the request holds is still current (the compare-and-swap on the
+// version: of concurrent moves of one binding, only the first removes it),
+// then a TryAcquire that reserves the session for the mover, which
+// dispatches under a fresh attempt like any first turn (attempt ids,
+// generations, quarantines all apply). A mover that finds the session
+// already reserved or bound by someone else does not wait and does not
+// move it again: it routes unpinned (CauseMoveLost), or, if the new
+// binding accepts its target, hits it. So soft moves add no protocol state
+// and spec/tla is unchanged; linearizability/affinitylin checks the
+// composition under concurrency.
+//
 // # Admission under pressure
 //
 // The core never evicts a live binding, so a flood of one-off session ids

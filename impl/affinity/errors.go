@@ -19,8 +19,8 @@ var (
 	ErrUnknownWorker = errors.New("affinity: unknown worker")
 	// ErrInvalidConfig: New was given an invalid Config.
 	ErrInvalidConfig = errors.New("affinity: invalid config")
-	// ErrInvalidPin: a pin names a rank its worker does not serve, or a
-	// worker-only pin on a worker that serves ranks... (see *PinError).
+	// ErrInvalidPin: a pin names no worker, a negative rank, or a rank its
+	// worker does not serve (see *PinError).
 	ErrInvalidPin = errors.New("affinity: invalid pin")
 	// ErrPinConflict: in hard mode, a pin disagrees with the session's live
 	// binding; the binding is kept (see *PinError).
