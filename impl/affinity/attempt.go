@@ -68,7 +68,7 @@ func (a *Attempt) Context(parent context.Context) (context.Context, context.Canc
 // (ErrTurnEnded).
 func (t *Turn) Dispatch(target Target) (*Attempt, error) {
 	l := t.l
-	if t.st == turnEnded || t.flying != nil {
+	if t.st == turnEnded || t.flying != nil || t.served {
 		return nil, ErrTurnEnded
 	}
 	if err := l.dispatchable(target); err != nil {
@@ -109,7 +109,7 @@ func (t *Turn) Dispatch(target Target) (*Attempt, error) {
 	case turnReserved, turnMoving:
 		return t.place(target)
 	default: // unpinned
-		if t.cause == CauseAdmission {
+		if t.remember {
 			l.door[t.req.Phase].remember(t.req.Session, target)
 		}
 		return t.fly(&Attempt{t: t, target: target, kind: attemptUnpinned}), nil
@@ -149,7 +149,7 @@ func (t *Turn) place(target Target) (*Attempt, error) {
 			a.Done()
 			t.unpinned(CauseMoveLost)
 		case err == nil:
-			t.acq, t.st = a, turnReserved
+			t.reserved(a)
 		case errors.Is(err, placement.ErrCapacity):
 			t.unpinned(CauseCapacity)
 		default: // ErrWouldWait, a quarantine, too many leases, closed
@@ -225,6 +225,9 @@ func (a *Attempt) Complete(o placement.Outcome) error {
 	a.done = true
 	t.flying = nil
 	l := t.l
+	if o == placement.Accepted {
+		t.served = true
+	}
 	switch a.kind {
 	case attemptFirst:
 		lease, err := a.d.Complete(o)
@@ -232,6 +235,7 @@ func (a *Attempt) Complete(o placement.Outcome) error {
 		case err == nil:
 			t.lease, t.st = lease, turnBound
 			t.hitCounted = true // its own binding: not an affinity hit
+			l.stats.binds.Add(1)
 			return nil
 		case errors.Is(err, placement.ErrStaleAtBirth):
 			l.stats.staleAtBirth.Add(1)
@@ -252,10 +256,11 @@ func (a *Attempt) Complete(o placement.Outcome) error {
 			// (fenced by the version this request holds).
 			_ = t.lease.Invalidate()
 			t.acq.Done()
+			l.stats.moves[MoveRefused].Add(1)
 			if !t.moved(MoveRefused) {
 				t.unpinned(CauseMovesExhausted)
 			} else {
-				t.st = turnMoving
+				t.st, t.hasPending = turnMoving, false
 			}
 			return placement.ErrNotAccepted
 		default:

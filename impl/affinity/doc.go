@@ -88,7 +88,8 @@
 //	Q1   session quarantined                      -            unpinned (CauseQuarantined): no       *QuarantinedError with
 //	                                                           binding made, the quarantine kept     Until, RetryAfter
 //	C1   table full                               -            unpinned (CauseCapacity), never an    same as soft
-//	                                                           error
+//	                                                           error (an unseen session is also
+//	                                                           remembered, as in A1)
 //	A1   table at AdmitAllBelow, session unseen   -            unpinned (CauseAdmission); its        same as soft
 //	                                                           target remembered
 //	A2   table at AdmitAllBelow, second turn      -            placing, narrowed to the first        same as soft

@@ -30,9 +30,9 @@ func genWorld(t *rapid.T) world {
 	for i := 0; i < n; i++ {
 		id := fmt.Sprintf("w%d", i)
 		w.workerIDs = append(w.workerIDs, id)
-		if rapid.Bool().Draw(t, "member-"+id) {
+		if rapid.IntRange(0, 3).Draw(t, "member-"+id) > 0 {
 			w.ms[id] = &member{Worker: Worker{ID: id, Identity: "x", FirstRank: rapid.IntRange(0, 2).Draw(t, "first"),
-				Ranks: rapid.IntRange(0, 3).Draw(t, "ranks")}, failed: rapid.Bool().Draw(t, "failed")}
+				Ranks: rapid.IntRange(0, 3).Draw(t, "ranks")}, failed: rapid.IntRange(0, 3).Draw(t, "failed") == 0}
 		}
 	}
 	genTarget := func(label string) Target {
@@ -42,26 +42,44 @@ func genWorld(t *rapid.T) world {
 		}
 		return WorkerOnly(id)
 	}
-	for i, k := 0, rapid.IntRange(0, 8).Draw(t, "cands"); i < k; i++ {
-		w.cands = append(w.cands, Candidate{Target: genTarget("cand"), Overloaded: rapid.Bool().Draw(t, "overloaded")})
+	// Candidates: mostly the targets members serve, some strangers.
+	var served []Target
+	for _, id := range w.workerIDs {
+		if m, ok := w.ms[id]; ok {
+			if m.Ranks == 0 {
+				served = append(served, WorkerOnly(id))
+			}
+			for r := m.FirstRank; r < m.FirstRank+m.Ranks; r++ {
+				served = append(served, Ranked(id, r))
+			}
+		}
+	}
+	pick := func(label string) Target {
+		if len(served) > 0 && rapid.IntRange(0, 3).Draw(t, label+"-served") > 0 {
+			return rapid.SampledFrom(served).Draw(t, label)
+		}
+		return genTarget(label)
+	}
+	for i, k := 0, rapid.IntRange(1, 8).Draw(t, "cands"); i < k; i++ {
+		w.cands = append(w.cands, Candidate{Target: pick("cand"), Overloaded: rapid.IntRange(0, 3).Draw(t, "overloaded") == 0})
 	}
 	set := func(label string) map[string]bool {
-		if rapid.Bool().Draw(t, label+"-all") {
+		if rapid.IntRange(0, 3).Draw(t, label+"-all") > 0 {
 			return nil
 		}
 		m := map[string]bool{}
 		for _, id := range w.workerIDs {
-			m[id] = rapid.Bool().Draw(t, label+"-"+id)
+			m[id] = rapid.IntRange(0, 3).Draw(t, label+"-"+id) > 0
 		}
 		return m
 	}
 	w.allow, w.avail = set("allow"), set("avail")
 	switch rapid.IntRange(0, 3).Draw(t, "target-kind") {
 	case 1:
-		p := genTarget("pin")
+		p := pick("pin")
 		w.pin = &p
 	case 2, 3:
-		a := genTarget("affinity")
+		a := pick("affinity")
 		w.affinity, w.bound = &a, rapid.Bool().Draw(t, "bound")
 	}
 	w.mode = rapid.SampledFrom([]Mode{ModeSoft, ModeHard}).Draw(t, "mode")
@@ -191,15 +209,20 @@ func TestEligibilityOrderIndependent(t *testing.T) {
 				t.Fatalf("order %d: Select = %v, %v; the rules say %v, %v", round, got, err, want, wantErr)
 			}
 		}
+		all := true
+		for _, c := range want {
+			all = all && w.affinity != nil && w.affinity.Accepts(c.Target)
+		}
 		switch {
 		case wantErr != nil:
 			errored++
-		case w.affinity != nil && len(want) > 0 && w.affinity.Accepts(want[0].Target) && len(want) < len(w.cands):
+		case w.affinity != nil && all:
 			narrowedToBinding++
 		case w.affinity != nil:
 			fellBack++
 		}
 	})
+	t.Logf("coverage: narrowed to the affinity target %d, fell back %d, errors %d", narrowedToBinding, fellBack, errored)
 	if narrowedToBinding == 0 || fellBack == 0 || errored == 0 {
 		t.Fatalf("coverage: narrowed %d, fell back %d, errors %d", narrowedToBinding, fellBack, errored)
 	}

@@ -380,7 +380,14 @@ func (l *Layer) Resolve(q Quarantine, res placement.Resolution) error {
 	if q.Phase >= numPhases {
 		return placement.ErrInvalidArgument
 	}
-	return l.core[q.Phase].Resolve(q.Key.k, q.Attempt, q.Generation, res)
+	err := l.core[q.Phase].Resolve(q.Key.k, q.Attempt, q.Generation, res)
+	switch {
+	case err == nil && res == placement.ResolveAccepted:
+		l.stats.binds.Add(1)
+	case errors.Is(err, placement.ErrStaleAtBirth):
+		l.stats.staleAtBirth.Add(1)
+	}
+	return err
 }
 
 // observe counts the core's events (called under the key's lock: atomics
@@ -388,14 +395,11 @@ func (l *Layer) Resolve(q Quarantine, res placement.Resolution) error {
 func (l *Layer) observe(ev placement.Event[slot]) {
 	s := &l.stats
 	switch ev.Kind {
-	case placement.EventCommitted:
-		s.binds.Add(1)
 	case placement.EventQuarantined:
 		s.quarantined.Add(1)
 	case placement.EventResolved:
 		if ev.Outcome == placement.Accepted {
 			s.resolvedAccepted.Add(1)
-			s.binds.Add(1)
 		} else {
 			s.resolvedNotAccepted.Add(1)
 		}

@@ -2,10 +2,10 @@ package affinity
 
 import (
 	"fmt"
-	"unicode"
-	"unicode/utf8"
 	"sync"
 	"sync/atomic"
+	"unicode"
+	"unicode/utf8"
 )
 
 // Worker is a worker as it registers: its id, the identity of the running

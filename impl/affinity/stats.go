@@ -16,14 +16,18 @@ type counters struct {
 type Stats struct {
 	// Hits: requests dispatched to their session's live binding.
 	Hits uint64
-	// Binds: new bindings (a placing dispatch accepted, or a quarantine
-	// resolved Accepted).
+	// Binds: new bindings (a placing dispatch accepted, late or in time,
+	// or a quarantine resolved Accepted through Resolve), not counting
+	// those stale at birth.
 	Binds uint64
 	// Waits: requests that waited while another request placed their session.
 	Waits uint64
 	// Unpinned counts requests routed unpinned, by Cause.
 	Unpinned [numCauses]uint64
-	// Moves counts bindings moved, by MoveCause.
+	// Moves counts bindings moved, by MoveCause: a refused hit's binding
+	// when it is invalidated; the others when the request that gave the
+	// binding up places the session again (a request that finds it placed
+	// by someone else meanwhile moved nothing).
 	Moves [numMoveCauses]uint64
 	// QuarantinesOpened, ResolvedAccepted, ResolvedNotAccepted,
 	// QuarantinesExpired (QuarantineTTL) and QuarantinesDropped (the
@@ -65,8 +69,19 @@ type Source interface {
 // Stats returns the layer's counters and gauges. It walks the tables (the
 // core's Stats): call it from a scrape, not per request.
 func (l *Layer) Stats() Stats {
+	// The walks first: they apply passed deadlines (and the quarantines a
+	// restart ended), whose events the counters below then include.
+	var out Stats
+	for p, c := range l.core {
+		cs := c.Stats()
+		out.Tables[p] = TableStats{Live: int(cs.Live), Quarantined: int(cs.Quarantined),
+			Capacity: c.Config().MaxEntries, AdmitMark: l.admit}
+		out.Live += int(cs.Live)
+		out.Quarantined += int(cs.Quarantined)
+	}
 	s := &l.stats
-	out := Stats{
+	tables, live, quarantined := out.Tables, out.Live, out.Quarantined
+	out = Stats{
 		Hits: s.hits.Load(), Binds: s.binds.Load(), Waits: s.waits.Load(),
 		QuarantinesOpened: s.quarantined.Load(), ResolvedAccepted: s.resolvedAccepted.Load(),
 		ResolvedNotAccepted: s.resolvedNotAccepted.Load(), QuarantinesExpired: s.quarantineExpired.Load(),
@@ -79,13 +94,7 @@ func (l *Layer) Stats() Stats {
 	for i := range s.moves {
 		out.Moves[i] = s.moves[i].Load()
 	}
-	for p, c := range l.core {
-		cs := c.Stats()
-		out.Tables[p] = TableStats{Live: int(cs.Live), Quarantined: int(cs.Quarantined),
-			Capacity: c.Config().MaxEntries, AdmitMark: l.admit}
-		out.Live += int(cs.Live)
-		out.Quarantined += int(cs.Quarantined)
-	}
+	out.Tables, out.Live, out.Quarantined = tables, live, quarantined
 	out.Workers = l.Workers()
 	return out
 }

@@ -103,6 +103,10 @@ type Turn struct {
 	hinted,
 	hitCounted bool
 	moves   int
+	pending MoveCause // the cause of a move not yet counted
+	hasPending,
+	served, // an attempt was Accepted: no more dispatches
+	remember bool // an unseen session's first turn: the doorkeeper records its target
 	flying  *Attempt
 	outcome placement.Outcome // of the last attempt on a hit
 }
@@ -136,12 +140,19 @@ func (l *Layer) Start(ctx context.Context, req Request) (*Turn, error) {
 		if info, err := t.c.Query(req.Session.k); err == nil && info.State == placement.StateAbsent {
 			hint, ok, seen := l.door[req.Phase].check(req.Session)
 			if !seen {
+				t.remember = true
+				if t.c.Len() >= t.c.Config().MaxEntries {
+					return t.unpinned(CauseCapacity), nil // C1 comes before A1
+				}
 				return t.unpinned(CauseAdmission), nil
 			}
 			t.hint, t.hinted = hint, ok
 		}
 	}
-	return t, t.acquire(ctx)
+	if err := t.acquire(ctx); err != nil {
+		return nil, err
+	}
+	return t, nil
 }
 
 // validPin checks a pin's shape: a worker id, and no negative rank.
@@ -156,7 +167,7 @@ func (l *Layer) validPin(p Target) error {
 }
 
 func (t *Turn) unpinned(c Cause) *Turn {
-	t.st, t.cause = turnUnpinned, c
+	t.st, t.cause, t.hasPending = turnUnpinned, c, false
 	t.l.stats.unpinned[c].Add(1)
 	return t
 }
@@ -198,7 +209,7 @@ func (t *Turn) acquire(ctx context.Context) error {
 			t.acq, t.lease, t.st = a, a.Lease, turnBound
 			return nil
 		case err == nil:
-			t.acq, t.st = a, turnReserved
+			t.reserved(a)
 			return nil
 		case errors.As(err, &amb):
 			if l.cfg.Mode == ModeHard {
@@ -235,12 +246,25 @@ func (l *Layer) judge(b slot) (MoveCause, bool) {
 	return 0, false
 }
 
-// moved counts a move; it reports false when the request has used up its
-// moves.
+// moved records that the request gave up its binding for cause c; it
+// reports false when the request has used up its moves. The move is
+// counted (Stats.Moves) when the request goes on to place the session
+// itself, or at once for a refused hit (the binding ends there); a request
+// that finds the session placed by someone else meanwhile moved nothing.
 func (t *Turn) moved(c MoveCause) bool {
-	t.l.stats.moves[c].Add(1)
 	t.moves++
+	t.pending, t.hasPending = c, true
 	return t.moves <= t.l.cfg.MaxMoves
+}
+
+// reserved records that the request holds the session's reservation,
+// counting the move that led to it, if any.
+func (t *Turn) reserved(a placement.Acquisition[slot]) {
+	t.acq, t.st = a, turnReserved
+	if t.hasPending {
+		t.l.stats.moves[t.pending].Add(1)
+		t.hasPending = false
+	}
 }
 
 // Bound returns the session's binding this request holds a lease on.
