@@ -203,8 +203,9 @@ func (t *Turn) place(target Target) (*Attempt, error) {
 //     target. A placing dispatch's reservation is held again; a later
 //     turn's refusal moves the binding (the next Dispatch places the
 //     session anew); an unpinned one changes nothing.
-//   - a *placement.AmbiguousError: a placing dispatch's outcome is unknown:
-//     the session is quarantined (never replayed) until a late result, a
+//   - a *QuarantinedError (matching ErrQuarantined and the core's
+//     placement.ErrAmbiguous): a placing dispatch's outcome is unknown: the
+//     session is quarantined (never replayed) until a late result, a
 //     Resolve, its worker's restart or QuarantineTTL settles it.
 //   - ErrOutcomeUnknown: a later turn's or an unpinned request's outcome is
 //     unknown; the binding is kept (and not refreshed), and the request
@@ -245,6 +246,10 @@ func (a *Attempt) Complete(o placement.Outcome) error {
 			return err // held again (a lost one shows at the next Dispatch)
 		default: // ambiguous (quarantined), fenced, closed
 			t.st = turnEnded
+			var amb *placement.AmbiguousError[slot]
+			if errors.As(err, &amb) {
+				return quarantined(amb, t.c.Now())
+			}
 			return err
 		}
 	case attemptHit:

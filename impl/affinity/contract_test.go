@@ -172,6 +172,15 @@ func (e *env) ambiguous(r affinity.Request, target affinity.Target) uint64 {
 	require.NotZero(e.t, id)
 	err = a.Complete(placement.Ambiguous)
 	require.ErrorIs(e.t, err, placement.ErrAmbiguous)
+	// The layer's own typed error: the attempt, its target and generation,
+	// and when QuarantineTTL ends it (from now).
+	var q *affinity.QuarantinedError
+	require.ErrorAs(e.t, err, &q)
+	require.ErrorIs(e.t, err, affinity.ErrQuarantined)
+	require.Equal(e.t, id, q.Attempt)
+	require.Equal(e.t, target, q.Target)
+	require.Positive(e.t, q.RetryAfter)
+	require.Equal(e.t, e.l.Now()+q.RetryAfter, q.Until)
 	return id
 }
 

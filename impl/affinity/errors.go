@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/placementlab/placement/impl/placement"
 )
 
 // Sentinel errors. Every error the layer returns matches one of them (or
@@ -150,8 +152,10 @@ func (e *MismatchError) Error() string {
 // Is reports whether target is ErrBindingMismatch.
 func (e *MismatchError) Is(target error) bool { return target == ErrBindingMismatch }
 
-// QuarantinedError says a session is quarantined (hard mode) and when the
-// quarantine ends unless a late result or a resolver settles it first.
+// QuarantinedError says a session is quarantined and when the quarantine
+// ends unless a late result or a resolver settles it first: Start returns
+// it in hard mode for a quarantined session, Attempt.Complete for the
+// ambiguous placing dispatch that quarantined it.
 type QuarantinedError struct {
 	// Target is the quarantined attempt's target.
 	Target Target
@@ -168,5 +172,8 @@ func (e *QuarantinedError) Error() string {
 	return fmt.Sprintf("affinity: session is quarantined (attempt %d on %v) for up to %v", e.Attempt, e.Target, e.RetryAfter)
 }
 
-// Is reports whether target is ErrQuarantined.
-func (e *QuarantinedError) Is(target error) bool { return target == ErrQuarantined }
+// Is reports whether target is ErrQuarantined or the core's
+// placement.ErrAmbiguous.
+func (e *QuarantinedError) Is(target error) bool {
+	return target == ErrQuarantined || target == placement.ErrAmbiguous
+}

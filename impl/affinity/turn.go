@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/placementlab/placement/impl/placement"
 )
@@ -36,8 +37,11 @@ const (
 	// CauseReservationLost: the session's reservation ended (its
 	// ReserveTimeout passed) before the request dispatched.
 	CauseReservationLost
-	numCauses
+	// NumCauses is the number of causes: the length of Stats.Unpinned.
+	NumCauses
 )
+
+const numCauses = NumCauses
 
 var causeNames = [numCauses]string{"none", "off", "no_session", "capacity", "admission", "quarantined",
 	"move_lost", "moves_exhausted", "leases", "reservation_lost"}
@@ -66,8 +70,11 @@ const (
 	// MoveRefused: a later turn was refused by the bound worker
 	// (DefinitelyNotAccepted on a hit).
 	MoveRefused
-	numMoveCauses
+	// NumMoveCauses is the number of move causes: the length of Stats.Moves.
+	NumMoveCauses
 )
+
+const numMoveCauses = NumMoveCauses
 
 var moveNames = [numMoveCauses]string{"worker_gone", "worker_failed", "rank_gone", "follow", "refused"}
 
@@ -214,8 +221,7 @@ func (t *Turn) acquire(ctx context.Context) error {
 		case errors.As(err, &amb):
 			if l.cfg.Mode == ModeHard {
 				l.stats.errors.Add(1)
-				return &QuarantinedError{Target: amb.Target.target(), Attempt: amb.Attempt, Generation: amb.Generation,
-					Until: amb.Expires, RetryAfter: max(0, amb.Expires-t.c.Now())}
+				return quarantined(amb, t.c.Now())
 			}
 			t.unpinned(CauseQuarantined)
 			return nil
@@ -229,6 +235,12 @@ func (t *Turn) acquire(ctx context.Context) error {
 			return err
 		}
 	}
+}
+
+// quarantined is the layer's error for the core's quarantine amb.
+func quarantined(amb *placement.AmbiguousError[slot], now time.Duration) *QuarantinedError {
+	return &QuarantinedError{Target: amb.Target.target(), Attempt: amb.Attempt, Generation: amb.Generation,
+		Until: amb.Expires, RetryAfter: max(0, amb.Expires-now)}
 }
 
 // judge reports whether a binding to b must move, and why: its worker
