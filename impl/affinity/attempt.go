@@ -29,8 +29,14 @@ type Attempt struct {
 func (a *Attempt) Target() Target { return a.target }
 
 // ID returns the attempt id of a dispatch that places the session (a
-// router sends it to the worker as an idempotency key, so a resolver can
-// ask what became of it), and 0 for a later turn or an unpinned request.
+// router sends it to the worker, so a resolver can ask what became of it),
+// and 0 for a later turn or an unpinned request.
+//
+// Do not send it as an Idempotency-Key (or X-Idempotency-Key) header with
+// Go's http.Client: the transport takes such a request for idempotent and
+// re-sends it by itself when a reused connection drops, a replay neither
+// the router nor the layer sees. Use a header of your own (for example
+// X-Placement-Attempt), or set the request's GetBody to nil.
 func (a *Attempt) ID() uint64 {
 	if a.d == nil {
 		return 0
@@ -82,10 +88,6 @@ func (t *Turn) Dispatch(target Target) (*Attempt, error) {
 	case turnBound:
 		b := t.lease.Target().target()
 		if b.Accepts(target) {
-			if !t.hitCounted {
-				t.hitCounted = true
-				l.stats.hits.Add(1)
-			}
 			return t.fly(&Attempt{t: t, target: target, kind: attemptHit}), nil
 		}
 		if l.cfg.Mode == ModeHard && !(mutant("HardPinFollows") && t.req.HasPin) {
@@ -142,8 +144,6 @@ func (t *Turn) place(target Target) (*Attempt, error) {
 			if a.Lease.Target().target().Accepts(target) && l.mem.load()[target.Worker] != nil &&
 				l.mem.load()[target.Worker].instance == a.Lease.Target().instance {
 				t.acq, t.lease, t.st = a, a.Lease, turnBound
-				t.hitCounted = true
-				l.stats.hits.Add(1)
 				return t.fly(&Attempt{t: t, target: target, kind: attemptHit}), nil
 			}
 			a.Done()
@@ -202,14 +202,19 @@ func (t *Turn) place(target Target) (*Attempt, error) {
 //   - placement.ErrNotAccepted: the request may Dispatch again, to another
 //     target. A placing dispatch's reservation is held again; a later
 //     turn's refusal moves the binding (the next Dispatch places the
-//     session anew); an unpinned one changes nothing.
-//   - a *QuarantinedError (matching ErrQuarantined and the core's
-//     placement.ErrAmbiguous): a placing dispatch's outcome is unknown: the
-//     session is quarantined (never replayed) until a late result, a
-//     Resolve, its worker's restart or QuarantineTTL settles it.
-//   - ErrOutcomeUnknown: a later turn's or an unpinned request's outcome is
-//     unknown; the binding is kept (and not refreshed), and the request
-//     must not be replayed.
+//     session anew), or with Config.KeepOnRefusal keeps it and routes this
+//     request unpinned (CauseHitRefused); an unpinned one changes nothing.
+//   - an *UnknownOutcomeError (ErrOutcomeUnknown): the request may have run,
+//     so it must not be replayed. For a placing dispatch its Quarantine says
+//     the session is quarantined until a late result, a Resolve, its
+//     worker's restart or QuarantineTTL settles it; a later turn's binding
+//     is kept (and not refreshed).
+//   - a *placement.FencedError: a placing dispatch that had timed out
+//     reported after its quarantine was settled (by a resolver, its
+//     QuarantineTTL or its worker's restart): nothing changes; the session
+//     is as the settlement left it.
+//   - ErrTurnEnded (used twice), placement.ErrInvalidArgument (an unknown
+//     outcome), placement.ErrClosed (the layer closed: nothing committed).
 //
 // An Accepted placing dispatch binds the session (the request holds its
 // first lease until Done); if the worker restarted meanwhile the binding
@@ -235,7 +240,6 @@ func (a *Attempt) Complete(o placement.Outcome) error {
 		switch {
 		case err == nil:
 			t.lease, t.st = lease, turnBound
-			t.hitCounted = true // its own binding: not an affinity hit
 			l.stats.binds.Add(1)
 			return nil
 		case errors.Is(err, placement.ErrStaleAtBirth):
@@ -248,15 +252,28 @@ func (a *Attempt) Complete(o placement.Outcome) error {
 			t.st = turnEnded
 			var amb *placement.AmbiguousError[slot]
 			if errors.As(err, &amb) {
-				return quarantined(amb, t.c.Now())
+				if t.req.Final {
+					l.finalQ.Store(a.d.Attempt(), struct{}{})
+				}
+				return &UnknownOutcomeError{Target: a.target, Attempt: a.d.Attempt(), Quarantine: quarantined(amb, t.c.Now())}
 			}
 			return err
 		}
 	case attemptHit:
 		switch o {
 		case placement.Accepted:
+			l.stats.hits.Add(1)
 			return nil
 		case placement.DefinitelyNotAccepted:
+			if l.cfg.KeepOnRefusal {
+				// The binding stays (its worker was only busy): this
+				// request goes elsewhere, unpinned.
+				_ = t.lease.Release()
+				t.acq.Done()
+				t.lease, t.acq = placement.Lease[slot]{}, placement.Acquisition[slot]{}
+				t.unpinned(CauseHitRefused)
+				return placement.ErrNotAccepted
+			}
 			// The bound worker refused a later turn: the binding moves
 			// (fenced by the version this request holds).
 			_ = t.lease.Invalidate()
@@ -271,7 +288,7 @@ func (a *Attempt) Complete(o placement.Outcome) error {
 		default:
 			t.outcome = placement.Ambiguous
 			t.st = turnEnded
-			return ErrOutcomeUnknown
+			return &UnknownOutcomeError{Target: a.target}
 		}
 	default:
 		switch o {
@@ -281,7 +298,7 @@ func (a *Attempt) Complete(o placement.Outcome) error {
 			return placement.ErrNotAccepted
 		default:
 			t.st = turnEnded
-			return ErrOutcomeUnknown
+			return &UnknownOutcomeError{Target: a.target}
 		}
 	}
 }

@@ -174,9 +174,14 @@ func (e *env) ambiguous(r affinity.Request, target affinity.Target) uint64 {
 	require.ErrorIs(e.t, err, placement.ErrAmbiguous)
 	// The layer's own typed error: the attempt, its target and generation,
 	// and when QuarantineTTL ends it (from now).
-	var q *affinity.QuarantinedError
-	require.ErrorAs(e.t, err, &q)
-	require.ErrorIs(e.t, err, affinity.ErrQuarantined)
+	var u *affinity.UnknownOutcomeError
+	require.ErrorAs(e.t, err, &u)
+	require.ErrorIs(e.t, err, affinity.ErrOutcomeUnknown)
+	require.NotErrorIs(e.t, err, affinity.ErrQuarantined) // this request may have run: not "come back later"
+	require.Equal(e.t, id, u.Attempt)
+	require.Equal(e.t, target, u.Target)
+	q := u.Quarantine
+	require.NotNil(e.t, q)
 	require.Equal(e.t, id, q.Attempt)
 	require.Equal(e.t, target, q.Target)
 	require.Positive(e.t, q.RetryAfter)
@@ -1967,10 +1972,8 @@ func TestStats_Counters(t *testing.T) {
 	// ineligible pin and a dispatch to a departed worker are.
 	pinned := e.req("pinned")
 	pinned.Pin, pinned.HasPin = affinity.WorkerOnly("ghost"), true
-	tr = e.start(pinned)
-	_, err := tr.Eligible(abc(), nil)
+	_, err := e.l.Start(context.Background(), pinned) // P2 comes before any binding is read
 	require.ErrorIs(t, err, affinity.ErrPinnedWorkerGone)
-	tr.Done()
 	want.Errors = 1
 	check("an ineligible pin")
 	tr = e.start(affinity.Request{})
@@ -1995,7 +1998,7 @@ func TestStats_Counters(t *testing.T) {
 	require.NoError(t, err)
 	require.ErrorIs(t, a.Complete(placement.DefinitelyNotAccepted), placement.ErrNotAccepted)
 	tr.Done()
-	want.Hits, want.Moves[affinity.MoveRefused], want.Live = 3, 1, 0
+	want.Moves[affinity.MoveRefused], want.Live = 1, 0 // a refused hit is no hit
 	check("a refusal")
 
 	// An idle binding expires.

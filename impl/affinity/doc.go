@@ -20,9 +20,10 @@
 //		if err != nil { ... *IneligibleError (pin, hard binding) ... }
 //		a, err := turn.Dispatch(pick(cands))     // the scheduler's choice
 //		if err != nil { ... }
-//		ctx, cancel := a.Context(ctx)
-//		out := forward(ctx, a.Target(), a.ID()) // Accepted, DefinitelyNotAccepted, Ambiguous
-//		err = a.Complete(out)
+//		actx, cancel := a.Context(ctx)
+//		out, relay := forward(actx, a.Target(), a.ID()) // at the worker's first answer
+//		err = a.Complete(out)                   // Accepted, DefinitelyNotAccepted, Ambiguous
+//		relay()                                 // the body streams on under actx
 //		cancel()
 //		if !errors.Is(err, placement.ErrNotAccepted) {
 //			return err // nil: served (and bound, if it placed the session)
@@ -65,10 +66,12 @@
 //	row  situation                                off          soft                                  hard
 //	N1   mode off                                 unpinned     -                                     -
 //	N2   no session id                            unpinned     unpinned (CauseNoSession)             same as soft
-//	P1   pin names no worker, or a negative rank  *PinError    *PinError                             *PinError
-//	P2   pin's worker gone or failed, not         typed error  typed error (*IneligibleError)        same as soft
-//	     allowed, overloaded; a rank it does not
-//	     serve (*PinError)
+//	P1   pin with an empty worker id, or a        *PinError    *PinError (at Start)                  same as soft
+//	     negative rank
+//	P2   pin's worker not a member or failed      typed error  *IneligibleError (at Start)           same as soft
+//	     (ErrPinnedWorkerGone); a rank it does
+//	     not serve (*PinError, ErrInvalidPin);
+//	     not allowed or overloaded                typed error  *IneligibleError (at Eligible)        same as soft
 //	P3   pin agrees with the live binding         -            hit (the dispatch goes to the pin)    same as soft
 //	P4   pin disagrees with the live binding      -            dispatch to the pin; the binding      *PinError (ErrPinConflict)
 //	                                                           follows (move "follow")               at Start; binding kept
@@ -95,7 +98,9 @@
 //	A2   table at AdmitAllBelow, second turn      -            placing, narrowed to the first        same as soft
 //	                                                           turn's target when eligible
 //	L1   a later turn refused (DNA on a hit)      -            binding moves at once (1 refusal);    same as soft
-//	                                                           the request may dispatch elsewhere
+//	                                                           the request may dispatch elsewhere;
+//	                                                           with KeepOnRefusal the binding stays
+//	                                                           and the request goes unpinned
 //	L2   a later turn timed out or cut            -            ErrOutcomeUnknown: not replayed;      same as soft
 //	     (Ambiguous on a hit)                                  binding kept; timeouts alone never
 //	                                                           move it (the health check does: Fail)

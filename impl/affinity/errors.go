@@ -45,9 +45,9 @@ var (
 	// ErrQuarantined: in hard mode, the session is quarantined after an
 	// ambiguous dispatch (see *QuarantinedError: when it ends).
 	ErrQuarantined = errors.New("affinity: session is quarantined")
-	// ErrOutcomeUnknown: a later turn's dispatch (a hit) timed out or its
-	// stream was cut: the worker may have run it, so it must not be
-	// replayed; the binding is kept.
+	// ErrOutcomeUnknown: a dispatch timed out or its stream was cut: the
+	// worker may have run it, so it must not be replayed (see
+	// *UnknownOutcomeError).
 	ErrOutcomeUnknown = errors.New("affinity: the outcome of a later turn is unknown")
 	// ErrTurnEnded: a Turn or Attempt was used after it ended (Done, or an
 	// Attempt completed twice).
@@ -110,7 +110,9 @@ func (e *PinError) Error() string {
 	return fmt.Sprintf("affinity: invalid pin %v: %s", e.Pin, e.Reason)
 }
 
-// Is reports whether target is ErrPinConflict or ErrInvalidPin.
+// Is reports whether target is ErrPinConflict (a pin that disagrees with
+// the binding: Binding is set) or, for every other PinError,
+// ErrInvalidPin.
 func (e *PinError) Is(target error) bool {
 	if e.Binding != (Target{}) {
 		return target == ErrPinConflict
@@ -153,9 +155,10 @@ func (e *MismatchError) Error() string {
 func (e *MismatchError) Is(target error) bool { return target == ErrBindingMismatch }
 
 // QuarantinedError says a session is quarantined and when the quarantine
-// ends unless a late result or a resolver settles it first: Start returns
-// it in hard mode for a quarantined session, Attempt.Complete for the
-// ambiguous placing dispatch that quarantined it.
+// ends unless a late result or a resolver settles it first. Start returns
+// it in hard mode for a quarantined session (a router answers 503 with
+// Retry-After); an *UnknownOutcomeError carries it for the ambiguous
+// placing dispatch that quarantined the session.
 type QuarantinedError struct {
 	// Target is the quarantined attempt's target.
 	Target Target
@@ -172,8 +175,32 @@ func (e *QuarantinedError) Error() string {
 	return fmt.Sprintf("affinity: session is quarantined (attempt %d on %v) for up to %v", e.Attempt, e.Target, e.RetryAfter)
 }
 
-// Is reports whether target is ErrQuarantined or the core's
-// placement.ErrAmbiguous.
-func (e *QuarantinedError) Is(target error) bool {
-	return target == ErrQuarantined || target == placement.ErrAmbiguous
+// UnknownOutcomeError says a request's outcome is unknown (a timeout, a cut
+// stream after the request was written): the worker may have run it, so
+// it must not be replayed (a router answers 504).
+type UnknownOutcomeError struct {
+	Target Target
+	// Attempt is the placing dispatch's attempt id (0 for a later turn or
+	// an unpinned request).
+	Attempt uint64
+	// Quarantine, for a placing dispatch, is the quarantine it opened; nil
+	// for a later turn (its binding is kept) or an unpinned request.
+	Quarantine *QuarantinedError
 }
+
+// Error describes the error.
+func (e *UnknownOutcomeError) Error() string {
+	if e.Quarantine != nil {
+		return fmt.Sprintf("affinity: the outcome of attempt %d on %v is unknown: the session is quarantined", e.Attempt, e.Target)
+	}
+	return fmt.Sprintf("affinity: the outcome of the request on %v is unknown", e.Target)
+}
+
+// Is reports whether target is ErrOutcomeUnknown, or, for a placing
+// dispatch, the core's placement.ErrAmbiguous.
+func (e *UnknownOutcomeError) Is(target error) bool {
+	return target == ErrOutcomeUnknown || (e.Quarantine != nil && target == placement.ErrAmbiguous)
+}
+
+// Is reports whether target is ErrQuarantined.
+func (e *QuarantinedError) Is(target error) bool { return target == ErrQuarantined }

@@ -103,13 +103,13 @@ func Example() {
 	t, _ = serve(ctx, l, ns, h, all, refuseA) // a refuses the later turn: it moves
 	fmt.Println("turn 4:", t)
 	s := l.Stats()
-	fmt.Println("hits", s.Hits, "binds", s.Binds, "moves on refusal", s.Moves[affinity.MoveRefused])
+	fmt.Println("hits", s.Hits, "binds", s.Binds, "moves on refusal", s.Moves[affinity.MoveRefused]) // turn 2 hit; turn 4's hit was refused
 	// Output:
 	// turn 1: b/1
 	// turn 2: b/1
 	// turn 3: a/0
 	// turn 4: b/0
-	// hits 2 binds 3 moves on refusal 1
+	// hits 1 binds 3 moves on refusal 1
 }
 
 // A simulation host drives the layer on its own clock: an idle binding

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"net/http"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -53,7 +54,9 @@ const (
 	PhaseDecode Phase = iota
 	// PhasePrefill: the prefill of a disaggregated deployment.
 	PhasePrefill
-	numPhases = 2
+	// NumPhases is the number of phases: the length of Stats.Tables.
+	NumPhases = 2
+	numPhases = NumPhases
 )
 
 // String names p.
@@ -92,6 +95,12 @@ type Config struct {
 	// Headers says where requests carry session ids (RequestFromHeader).
 	// A zero Headers means DefaultHeaders.
 	Headers Headers
+	// KeepOnRefusal keeps a binding whose worker refused a later turn
+	// (DefinitelyNotAccepted on a hit, as a busy worker's 503): the request
+	// goes elsewhere unpinned (CauseHitRefused) and the session's next turn
+	// returns to the binding. By default (false) one refusal moves the
+	// binding (row L1): a worker that refuses has likely lost its state.
+	KeepOnRefusal bool
 }
 
 // Defaults of Config's zero fields.
@@ -111,6 +120,10 @@ type Layer struct {
 	door  [numPhases]*doorkeeper
 	admit int // a phase table's Len at which second-turn admission starts
 	stats counters
+	// finalQ holds the attempts of final requests whose placing dispatch
+	// ended ambiguous: a Resolve that binds one ends the binding at once
+	// (the session is over). Entries leave when their quarantine ends.
+	finalQ sync.Map // uint64 -> struct{}
 }
 
 // New returns a layer for cfg. Close it to stop the core's background work.
@@ -246,10 +259,14 @@ func (l *Layer) Leave(worker string) error {
 // (a binding names its instance); the bumps end the quarantines of attempts
 // on it and let the core reclaim its bindings.
 func (l *Layer) fence(m *member) {
+	bump := func(c *placement.Coordinator[slot], s slot) {
+		l.stats.moves[MoveWorkerGone].Add(uint64(c.Bindings(s)))
+		c.BumpGeneration(s)
+	}
 	for _, c := range l.core {
-		c.BumpGeneration(slot{worker: m.ID, instance: m.instance})
+		bump(c, slot{worker: m.ID, instance: m.instance})
 		for r := m.FirstRank; r < m.FirstRank+m.Ranks; r++ {
-			c.BumpGeneration(slot{worker: m.ID, rank: r, hasRank: true, instance: m.instance})
+			bump(c, slot{worker: m.ID, rank: r, hasRank: true, instance: m.instance})
 		}
 	}
 }
@@ -356,38 +373,82 @@ type Quarantine struct {
 	// resolver asks Target whether attempt Attempt arrived.
 	Target              Target
 	Attempt, Generation uint64
+	// Identity is the instance identity of Target's worker the attempt was
+	// sent to: a resolver whose answer comes from another instance (the
+	// worker restarted) cannot settle it (a restart's Join ends it).
+	Identity string
 	// Since and Expires: when it began and when QuarantineTTL ends it, on
 	// the layer's clock.
 	Since, Expires time.Duration
+	// Final: the attempt was its session's final request: a Resolve that
+	// binds it ends the binding at once.
+	Final bool
 }
 
 // Quarantined lists the quarantined sessions of both phases, oldest first
 // within a phase: a resolver's work list (it costs a walk of the tables).
 func (l *Layer) Quarantined() []Quarantine {
 	var out []Quarantine
+	ms := l.mem.load()
 	for p, c := range l.core {
 		for _, q := range c.Quarantined() {
-			out = append(out, Quarantine{Key: Key{k: q.Key}, Phase: Phase(p), Target: q.Target.target(),
-				Attempt: q.Attempt, Generation: q.Generation, Since: q.Since, Expires: q.Expires})
+			id := ""
+			if m, ok := ms[q.Target.worker]; ok && m.instance == q.Target.instance {
+				id = m.Identity
+			}
+			_, final := l.finalQ.Load(q.Attempt)
+			out = append(out, Quarantine{Key: Key{k: q.Key}, Phase: Phase(p), Target: q.Target.target(), Identity: id,
+				Attempt: q.Attempt, Generation: q.Generation, Since: q.Since, Expires: q.Expires, Final: final})
 		}
 	}
 	return out
 }
 
 // Resolve settles a quarantine as placement.Coordinator.Resolve does,
-// fenced by its attempt and generation.
+// fenced by its attempt and generation: ResolveAccepted binds the session
+// to the attempt's target (with no lease; a final request's binding is
+// ended at once), ResolveNotAccepted makes it absent. It returns
+// placement.ErrNotQuarantined or a *placement.FencedError when the
+// quarantine is over or is another attempt's (nothing left to settle), a
+// *placement.GenerationMovedError (placement.ErrStaleAtBirth) when its
+// worker restarted meanwhile (settled, nothing bound), placement.ErrClosed
+// after Close.
 func (l *Layer) Resolve(q Quarantine, res placement.Resolution) error {
-	if q.Phase >= numPhases {
+	if q.Phase >= numPhases || q.Key.IsZero() {
 		return placement.ErrInvalidArgument
 	}
-	err := l.core[q.Phase].Resolve(q.Key.k, q.Attempt, q.Generation, res)
+	c := l.core[q.Phase]
+	err := c.Resolve(q.Key.k, q.Attempt, q.Generation, res)
 	switch {
 	case err == nil && res == placement.ResolveAccepted:
 		l.stats.binds.Add(1)
+		if _, final := l.finalQ.LoadAndDelete(q.Attempt); final {
+			_, _ = c.InvalidateKey(q.Key.k)
+		}
 	case errors.Is(err, placement.ErrStaleAtBirth):
 		l.stats.staleAtBirth.Add(1)
 	}
 	return err
+}
+
+// EndSession removes key's bindings in both phases, whoever holds leases
+// on them (their requests finish where they are): for a session that
+// ended outside its requests (a client's logout, an operator). A session
+// being placed or quarantined is left alone. It reports whether a binding
+// was removed.
+func (l *Layer) EndSession(key Key) (bool, error) {
+	if key.IsZero() {
+		return false, nil
+	}
+	removed := false
+	for _, c := range l.core {
+		ok, err := c.InvalidateKey(key.k)
+		if err != nil {
+			return removed, err
+		}
+		removed = removed || ok
+	}
+	return removed, nil
 }
 
 // observe counts the core's events (called under the key's lock: atomics
@@ -402,11 +463,14 @@ func (l *Layer) observe(ev placement.Event[slot]) {
 			s.resolvedAccepted.Add(1)
 		} else {
 			s.resolvedNotAccepted.Add(1)
+			l.finalQ.Delete(ev.Attempt)
 		}
 	case placement.EventQuarantineExpired:
 		s.quarantineExpired.Add(1)
+		l.finalQ.Delete(ev.Attempt)
 	case placement.EventQuarantineDropped:
 		s.quarantineDropped.Add(1)
+		l.finalQ.Delete(ev.Attempt)
 	case placement.EventExpired:
 		s.expired.Add(1)
 	}

@@ -14,7 +14,8 @@ type counters struct {
 // Stats is what an operator watches. The counters are cumulative (they
 // never go down); Live, Quarantined and Workers are gauges.
 type Stats struct {
-	// Hits: requests dispatched to their session's live binding.
+	// Hits: later turns served by their session's live binding (a
+	// dispatch to it that was Accepted).
 	Hits uint64
 	// Binds: new bindings (a placing dispatch accepted, late or in time,
 	// or a quarantine resolved Accepted through Resolve), not counting
@@ -23,12 +24,12 @@ type Stats struct {
 	// Waits: requests that waited while another request placed their session.
 	Waits uint64
 	// Unpinned counts requests routed unpinned, by Cause.
-	Unpinned [numCauses]uint64
+	Unpinned [NumCauses]uint64
 	// Moves counts bindings moved, by MoveCause: a refused hit's binding
 	// when it is invalidated; the others when the request that gave the
 	// binding up places the session again (a request that finds it placed
 	// by someone else meanwhile moved nothing).
-	Moves [numMoveCauses]uint64
+	Moves [NumMoveCauses]uint64
 	// QuarantinesOpened, ResolvedAccepted, ResolvedNotAccepted,
 	// QuarantinesExpired (QuarantineTTL) and QuarantinesDropped (the
 	// worker restarted or left): the quarantines' lives.
@@ -48,7 +49,7 @@ type Stats struct {
 	// Tables: each phase's table (index Phase): its entries, its
 	// quarantines, its capacity and the entries at which second-turn
 	// admission starts.
-	Tables [numPhases]TableStats
+	Tables [NumPhases]TableStats
 	// Workers: the members, their states and bound sessions.
 	Workers []WorkerInfo
 }

@@ -37,6 +37,9 @@ const (
 	// CauseReservationLost: the session's reservation ended (its
 	// ReserveTimeout passed) before the request dispatched.
 	CauseReservationLost
+	// CauseHitRefused: the bound worker refused a later turn and
+	// Config.KeepOnRefusal kept the binding: the request went elsewhere.
+	CauseHitRefused
 	// NumCauses is the number of causes: the length of Stats.Unpinned.
 	NumCauses
 )
@@ -44,7 +47,7 @@ const (
 const numCauses = NumCauses
 
 var causeNames = [numCauses]string{"none", "off", "no_session", "capacity", "admission", "quarantined",
-	"move_lost", "moves_exhausted", "leases", "reservation_lost"}
+	"move_lost", "moves_exhausted", "leases", "reservation_lost", "hit_refused"}
 
 // String names c (the label the Prometheus adapter uses).
 func (c Cause) String() string {
@@ -58,7 +61,8 @@ func (c Cause) String() string {
 type MoveCause uint8
 
 const (
-	// MoveWorkerGone: the bound worker left or restarted.
+	// MoveWorkerGone: the bound worker left or restarted: counted for every
+	// binding the Leave or the restarting Join fenced.
 	MoveWorkerGone MoveCause = iota
 	// MoveWorkerFailed: the bound worker's health check failed.
 	MoveWorkerFailed
@@ -99,16 +103,15 @@ const (
 // Turn is one request's hold on its session, from Start to Done. A Turn
 // is used by one goroutine (the request's).
 type Turn struct {
-	l     *Layer
-	req   Request
-	c     *placement.Coordinator[slot]
-	acq   placement.Acquisition[slot]
-	lease placement.Lease[slot] // turnBound: the lease the request holds
-	st    turnState
-	cause Cause
-	hint  Target
-	hinted,
-	hitCounted bool
+	l       *Layer
+	req     Request
+	c       *placement.Coordinator[slot]
+	acq     placement.Acquisition[slot]
+	lease   placement.Lease[slot] // turnBound: the lease the request holds
+	st      turnState
+	cause   Cause
+	hint    Target
+	hinted  bool
 	moves   int
 	pending MoveCause // the cause of a move not yet counted
 	hasPending,
@@ -133,6 +136,7 @@ func (l *Layer) Start(ctx context.Context, req Request) (*Turn, error) {
 	}
 	if req.HasPin {
 		if err := l.validPin(req.Pin); err != nil {
+			l.stats.errors.Add(1)
 			return nil, err
 		}
 	}
@@ -162,13 +166,23 @@ func (l *Layer) Start(ctx context.Context, req Request) (*Turn, error) {
 	return t, nil
 }
 
-// validPin checks a pin's shape: a worker id, and no negative rank.
+// validPin checks a pin (rows P1 and P2, before any binding is read): a
+// worker id, no negative rank, a worker that is a member and up, and a rank
+// it serves. Whether the scheduler allows the pin, and its load, are the
+// candidates' business (Eligible).
 func (l *Layer) validPin(p Target) error {
 	if p.Worker == "" {
 		return &PinError{Pin: p, Reason: "a pin needs a worker (a rank without a worker is not a pin)"}
 	}
 	if p.HasRank && p.Rank < 0 {
 		return &PinError{Pin: p, Reason: "negative rank"}
+	}
+	m, ok := l.mem.load().current(p.Worker)
+	if !ok || m.failed {
+		return &IneligibleError{Target: p, Cause: ErrPinnedWorkerGone}
+	}
+	if !m.serves(p) {
+		return &PinError{Pin: p, Reason: "the worker does not serve that rank"}
 	}
 	return nil
 }
@@ -287,8 +301,9 @@ func (t *Turn) Bound() (Target, bool) {
 	return t.lease.Target().target(), true
 }
 
-// Placing reports whether the request places the session: its dispatch,
-// if Accepted, binds the session.
+// Placing reports whether the request places the session: its next
+// dispatch, if Accepted, binds the session. It is false once an attempt
+// completed (Bound then reports the binding it made).
 func (t *Turn) Placing() bool { return t.st == turnReserved || t.st == turnMoving }
 
 // Unpinned returns why the request is routed unpinned (CauseNone if not).

@@ -21,7 +21,7 @@
 //
 // Counters:
 //
-//	hits_total                      requests dispatched to their session's live binding
+//	hits_total                      later turns served by their session's live binding
 //	binds_total                     new bindings: a placing dispatch accepted, or a
 //	                                quarantine resolved accepted
 //	waits_total                     requests that waited while another request placed
@@ -29,7 +29,7 @@
 //	unpinned_total{cause}           requests routed unpinned (no binding consulted or
 //	                                made), by affinity.Cause: off, no_session, capacity,
 //	                                admission, quarantined, move_lost, moves_exhausted,
-//	                                leases, reservation_lost (one series per Cause but
+//	                                leases, reservation_lost, hit_refused (one series per Cause but
 //	                                CauseNone, every one present from the first scrape)
 //	moves_total{cause}              bindings moved, by affinity.MoveCause: worker_gone,
 //	                                worker_failed, rank_gone, follow, refused
@@ -119,7 +119,7 @@ func NewCollector(src affinity.Source, opts Options) *Collector {
 	}
 	return &Collector{
 		src:              src,
-		hits:             desc("hits_total", "Requests dispatched to their session's live binding."),
+		hits:             desc("hits_total", "Later turns served by their session's live binding."),
 		binds:            desc("binds_total", "New bindings: a placing dispatch accepted, or a quarantine resolved accepted."),
 		waits:            desc("waits_total", "Requests that waited while another request placed their session."),
 		unpinned:         desc("unpinned_total", "Requests routed unpinned (no binding consulted or made), by cause.", "cause"),

@@ -107,11 +107,8 @@ func drive(t *testing.T) *affinity.Layer {
 
 	require.NoError(t, l.Fail("b"))
 	// A pin to the failed worker: a typed error (counted in errors).
-	tn, err := l.Start(context.Background(), affinity.Request{Session: key(t, "s6"), Pin: affinity.WorkerOnly("b"), HasPin: true})
-	require.NoError(t, err)
-	_, err = tn.Eligible(all, nil)
+	_, err = l.Start(context.Background(), affinity.Request{Session: key(t, "s6"), Pin: affinity.WorkerOnly("b"), HasPin: true})
 	require.ErrorIs(t, err, affinity.ErrPinnedWorkerGone)
-	tn.Done()
 	require.NoError(t, turn(t, l, "s1", accept("a")))                            // b failed: s1 moves to a
 	require.ErrorIs(t, turn(t, l, "s7", ambiguous("a")), placement.ErrAmbiguous) // left quarantined
 	return l
@@ -187,7 +184,7 @@ func TestScrape(t *testing.T) {
 
 	const p = "placement_affinity_"
 	want := map[string]float64{
-		p + "hits_total":                                        2, // s1's hit and its refused hit
+		p + "hits_total":                                        1, // s1's hit (its refused hit is none)
 		p + "binds_total":                                       5, // s1 on a, s1 on b, s5, s2 resolved, s1 back on a
 		p + "waits_total":                                       0,
 		p + `unpinned_total{cause="off"}`:                       0,
@@ -199,6 +196,7 @@ func TestScrape(t *testing.T) {
 		p + `unpinned_total{cause="moves_exhausted"}`:           0,
 		p + `unpinned_total{cause="leases"}`:                    0,
 		p + `unpinned_total{cause="reservation_lost"}`:          0,
+		p + `unpinned_total{cause="hit_refused"}`:               0,
 		p + `moves_total{cause="worker_gone"}`:                  0,
 		p + `moves_total{cause="worker_failed"}`:                1,
 		p + `moves_total{cause="rank_gone"}`:                    0,
