@@ -7,6 +7,11 @@ import (
 	"github.com/placementlab/placement/impl/placement"
 )
 
+// testBeforeDispatch, set only by tests, runs in a placing dispatch between
+// its read of the membership and BeginDispatch: where a Leave or a restart
+// can land unseen by the read.
+var testBeforeDispatch func()
+
 type attemptKind uint8
 
 const (
@@ -171,6 +176,9 @@ func (t *Turn) place(target Target) (*Attempt, error) {
 			return nil, &IneligibleError{Target: target, Cause: ErrPinnedWorkerGone}
 		}
 		s := slotOf(target, m.instance)
+		if testBeforeDispatch != nil {
+			testBeforeDispatch()
+		}
 		d, err := r.BeginDispatch(s, t.c.Generation(s))
 		switch {
 		case errors.Is(err, placement.ErrFenced) && tries < 3:

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/placementlab/placement/impl/placement"
+	"github.com/placementlab/placement/internal/testhooks"
 )
 
 // Mode is how strictly a binding holds.
@@ -259,6 +260,9 @@ func (l *Layer) Leave(worker string) error {
 // (a binding names its instance); the bumps end the quarantines of attempts
 // on it and let the core reclaim its bindings.
 func (l *Layer) fence(m *member) {
+	if testBeforeFence != nil {
+		testBeforeFence()
+	}
 	bump := func(c *placement.Coordinator[slot], s slot) {
 		l.stats.moves[MoveWorkerGone].Add(uint64(c.Bindings(s)))
 		c.BumpGeneration(s)
@@ -270,6 +274,10 @@ func (l *Layer) fence(m *member) {
 		}
 	}
 }
+
+// testBeforeFence, set only by tests, runs in a Leave or a restarting Join
+// after the membership is published and before the core is bumped.
+var testBeforeFence func()
 
 // WorkerInfo is a member as Workers reports it.
 type WorkerInfo struct {
@@ -454,6 +462,9 @@ func (l *Layer) EndSession(key Key) (bool, error) {
 // observe counts the core's events (called under the key's lock: atomics
 // only).
 func (l *Layer) observe(ev placement.Event[slot]) {
+	if testhooks.CoreEvent != nil {
+		testhooks.CoreEvent(ev.Kind.String(), Key{k: ev.Key}.String(), ev.Attempt, ev.Seq)
+	}
 	s := &l.stats
 	switch ev.Kind {
 	case placement.EventQuarantined:

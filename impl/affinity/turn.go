@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/placementlab/placement/impl/placement"
+	"github.com/placementlab/placement/internal/testhooks"
 )
 
 // Cause says why a request was routed unpinned: with no binding consulted
@@ -206,6 +207,9 @@ func (t *Turn) acquire(ctx context.Context) error {
 		var amb *placement.AmbiguousError[slot]
 		switch {
 		case err == nil && a.Hit():
+			if testAfterHit != nil {
+				testAfterHit()
+			}
 			b := a.Lease.Target()
 			if mc, moved := l.judge(b); moved {
 				// The bound worker failed, left or restarted: move (a
@@ -216,14 +220,33 @@ func (t *Turn) acquire(ctx context.Context) error {
 				}
 				_ = a.Lease.Invalidate()
 				a.Done()
+				if testhooks.StartGaveUp != nil {
+					testhooks.StartGaveUp(ctx, true)
+				}
 				if !t.moved(mc) {
 					t.unpinned(CauseMovesExhausted)
 					return nil
 				}
 				continue
 			}
+			if !a.Lease.Current() && !mutant("TrustsOldHit") {
+				// The membership was judged after the hit: a binding that
+				// ended in between (a concurrent move, a restart's bump)
+				// is no longer the session's. Give the lease up and read
+				// the session again, so that what Start returns held at
+				// one instant: the binding live under the membership it
+				// was judged by.
+				a.Done()
+				if testhooks.StartGaveUp != nil {
+					testhooks.StartGaveUp(ctx, false)
+				}
+				continue
+			}
 			if t.req.HasPin && !agreesWith(t.req.Pin, b.target()) && l.cfg.Mode == ModeHard && !mutant("HardPinFollows") {
 				a.Done()
+				if testhooks.StartGaveUp != nil {
+					testhooks.StartGaveUp(ctx, false)
+				}
 				l.stats.errors.Add(1)
 				return &PinError{Pin: t.req.Pin, Binding: b.target()}
 			}
@@ -232,6 +255,14 @@ func (t *Turn) acquire(ctx context.Context) error {
 		case err == nil:
 			t.reserved(a)
 			return nil
+		case errors.As(err, &amb) && l.gone(amb.Target) && !mutant("KeepsGoneQuarantine"):
+			// The quarantined attempt's worker left or restarted: its
+			// Leave or Join has published the membership and not yet
+			// bumped the core. The quarantine is over for every request
+			// that reads the membership after the publish: end it now (the
+			// bump the Leave or Join makes is then a no-op for it).
+			t.c.BumpGeneration(amb.Target)
+			continue
 		case errors.As(err, &amb):
 			if l.cfg.Mode == ModeHard {
 				l.stats.errors.Add(1)
@@ -251,10 +282,21 @@ func (t *Turn) acquire(ctx context.Context) error {
 	}
 }
 
+// testAfterHit, set only by tests, runs in Start between the hit that
+// takes a lease and the judgment of the binding.
+var testAfterHit func()
+
 // quarantined is the layer's error for the core's quarantine amb.
 func quarantined(amb *placement.AmbiguousError[slot], now time.Duration) *QuarantinedError {
 	return &QuarantinedError{Target: amb.Target.target(), Attempt: amb.Attempt, Generation: amb.Generation,
 		Until: amb.Expires, RetryAfter: max(0, amb.Expires-now)}
+}
+
+// gone reports whether s's worker instance is no longer a member (it left
+// or restarted).
+func (l *Layer) gone(s slot) bool {
+	m, ok := l.mem.load().current(s.worker)
+	return !ok || m.instance != s.instance
 }
 
 // judge reports whether a binding to b must move, and why: its worker

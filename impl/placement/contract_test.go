@@ -628,3 +628,56 @@ func TestContract_LenAndAmbiguousExpires(t *testing.T) {
 		t.Fatalf("Len after the quarantine ended: %d", c.Len())
 	}
 }
+
+// TestContract_LeaseCurrent: a lease is Current while its binding version
+// is the session's live binding, and not once it was invalidated, replaced
+// or its target bumped; a zero Lease is not Current.
+func TestContract_LeaseCurrent(t *testing.T) {
+	c, err := New(Config[int]{Clock: NewManualClock(0)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	bind := func(key string, target int) Lease[int] {
+		a, err := c.Acquire(context.Background(), key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if a.Hit() {
+			return a.Lease
+		}
+		d, err := a.Reservation.BeginDispatch(target, c.Generation(target))
+		if err != nil {
+			t.Fatal(err)
+		}
+		l, err := d.Complete(Accepted)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return l
+	}
+	if (Lease[int]{}).Current() {
+		t.Fatal("a zero Lease is Current")
+	}
+	l1 := bind("k", 1)
+	l2 := bind("k", 1) // a hit on the same version
+	if !l1.Current() || !l2.Current() {
+		t.Fatal("leases on the live binding are not Current")
+	}
+	if err := l1.Invalidate(); err != nil {
+		t.Fatal(err)
+	}
+	if l2.Current() {
+		t.Fatal("a lease on an invalidated version is Current")
+	}
+	_ = l2.Release()
+	l3 := bind("k", 2)
+	if !l3.Current() {
+		t.Fatal("the new binding's lease is not Current")
+	}
+	c.BumpGeneration(2)
+	if l3.Current() {
+		t.Fatal("a lease whose target was bumped is Current")
+	}
+	_ = l3.Release()
+}

@@ -70,6 +70,17 @@ func (l Lease[T]) Generation() uint64 {
 	return l.b.gen
 }
 
+// Current reports whether the lease's binding version is still its
+// session's live binding: not invalidated, removed or replaced, and its
+// target's generation has not moved on. A lease stays valid to end however
+// its binding fares; Current serves a caller that acts on a lease some time
+// after taking it (a layer above that judges the target first): a version
+// that is Current now was live at every instant since the lease was taken
+// (a binding version never comes back once it ended). Two atomic loads.
+func (l Lease[T]) Current() bool {
+	return l.b != nil && l.b.word.Load()&deadBit == 0 && !l.b.stale()
+}
+
 // Version returns the binding version: the id of the accepted attempt.
 func (l Lease[T]) Version() uint64 {
 	if l.b == nil {

@@ -1,6 +1,7 @@
 // Command mutants runs the bug zoo: every deliberately broken variant of
-// impl/placement (compiled in only with -tags placement_mutants) against
-// the checkers, in order, and prints which checker caught it and how fast.
+// impl/placement and of impl/affinity (compiled in only with -tags
+// placement_mutants) against the checkers of its package, in order, and
+// prints which checker caught it and how fast.
 // It fails unless every variant is caught, and also checks that the
 // checkers pass on the unbroken build. Each checker runs first as plain
 // `go test` runs it, and is killed (and the run fails) if it has not ended
@@ -57,6 +58,21 @@ var variants = []struct{ name, doc string }{
 	{"ForgetsLateHandOff", "a waiter handed the key just after it looked forgets the reservation when the key's entry is replaced meanwhile"},
 }
 
+// affinityVariants are the broken variants of impl/affinity, as its
+// mutant("…") hooks name them; checkVariants compares them with the hooks.
+var affinityVariants = []struct{ name, doc string }{
+	{"FollowsDepartedWorker", "Start keeps a binding whose worker failed, left or restarted (no move)"},
+	{"MovesWithoutFence", "a soft move invalidates whatever binding the session has now, not the version the request holds"},
+	{"DispatchesToDeparted", "a placing dispatch does not re-read the membership after BeginDispatch (no rollback when its worker left or restarted in between)"},
+	{"FinalInvalidates", "the final request's Done invalidates the binding instead of closing it (others' leases superseded)"},
+	{"FlapFences", "the same identity back after Fail fences the worker's bindings like a restart"},
+	{"HardPinFollows", "hard mode: a pin that disagrees with the binding is no error, and the binding follows the pin"},
+	{"NarrowsToUnavailable", "Eligibility narrows to the affinity target although it is not dispatchable"},
+	{"AdmitsFlood", "second-turn admission is off: a flood of one-off session ids fills the table"},
+	{"KeepsGoneQuarantine", "a quarantine of an attempt on a worker that left or restarted still holds its session until the Leave's (or Join's) bump reaches the core"},
+	{"TrustsOldHit", "Start judges the membership after its hit and returns the binding without checking it is still live (a descheduled Start returns a binding that ended)"},
+}
+
 // The checkers, in the order they are tried: test is an anchored -test.run
 // pattern. The contract tests (impl/placement's TestContract_*) check the
 // rules no model step can see: what a request's Done gives back, attempt
@@ -68,8 +84,18 @@ var checkers = []struct{ name, pkg, test string }{
 	{"contract tests", "impl/placement", "TestContract_.*"},
 }
 
+// affinityCheckers are tried on the affinity variants: the Porcupine check
+// of the layer's shared state, then impl/affinity's contract, anchor-bug,
+// eligibility and flood tests (for the rules outside its model).
+var affinityCheckers = []struct{ name, pkg, test string }{
+	{"affinity porcupine", "linearizability/affinitylin", "TestLinearizable"},
+	{"affinity contract tests", "impl/affinity", "TestContract_.*|TestAnchorBug_.*|TestEligibility.*|TestFlood.*"},
+}
+
 // usesRapid reports whether pkg's test binary defines rapid's flags.
-func usesRapid(pkg string) bool { return pkg == "linearizability" || pkg == "fuzz" }
+func usesRapid(pkg string) bool {
+	return pkg == "linearizability" || pkg == "fuzz" || pkg == "impl/affinity"
+}
 
 // bound is how long one checker's run (or, with -bounds, one package's
 // plain test run) may take under any variant before it counts as hung.
@@ -95,7 +121,7 @@ func run() int {
 	}
 	defer os.RemoveAll(dir)
 	bins := map[string]string{}
-	for _, c := range checkers {
+	for _, c := range append(append([]struct{ name, pkg, test string }{}, checkers...), affinityCheckers...) {
 		pkg := c.pkg
 		if bins[pkg] != "" {
 			continue
@@ -116,45 +142,53 @@ func run() int {
 	}
 	failed := 0
 	// The checkers must pass on the unbroken build (same binary, no variant).
-	for _, c := range checkers {
+	for _, c := range append(append([]struct{ name, pkg, test string }{}, checkers...), affinityCheckers...) {
 		if ok, _, detail := runChecker(bins[c.pkg], c.pkg, reports, "", c.test, 1); !ok {
 			fmt.Printf("mutants: %s fails without any variant: %s\n", c.name, detail)
 			failed++
 		}
 	}
-	fmt.Printf("\n%-27s %-26s %8s  %s\n", "VARIANT", "CAUGHT BY", "TIME", "FIRST DIVERGENCE")
 	caught, hung := 0, 0
-	for _, v := range variants {
-		by, took, detail := "NOBODY", time.Duration(0), ""
-		// Round 1 runs each checker as plain `go test` runs it. The checkers
-		// are randomized: a variant none of them catches gets up to two more
-		// rounds with fresh seeds and more of them before it counts as a hole.
-		for round := 1; round <= 3 && by == "NOBODY"; round++ {
-			for _, c := range checkers {
-				ok, d, det := runChecker(bins[c.pkg], c.pkg, reports, v.name, c.test, round)
-				took += d
-				if det == hangDetail {
-					hung++
-				}
-				if !ok {
-					by, detail = c.name, det
-					if round > 1 {
-						by = fmt.Sprintf("%s (round %d)", c.name, round)
+	for _, zoo := range []struct {
+		what     string
+		variants []struct{ name, doc string }
+		checkers []struct{ name, pkg, test string }
+	}{{"impl/placement", variants, checkers}, {"impl/affinity", affinityVariants, affinityCheckers}} {
+		fmt.Printf("\n%-27s %-26s %8s  %s\n", "VARIANT ("+zoo.what+")", "CAUGHT BY", "TIME", "FIRST DIVERGENCE")
+		for _, v := range zoo.variants {
+			by, took, detail := "NOBODY", time.Duration(0), ""
+			// Round 1 runs each checker as plain `go test` runs it. The
+			// checkers are randomized: a variant none of them catches gets
+			// up to two more rounds with fresh seeds and more of them
+			// before it counts as a hole.
+			for round := 1; round <= 3 && by == "NOBODY"; round++ {
+				for _, c := range zoo.checkers {
+					ok, d, det := runChecker(bins[c.pkg], c.pkg, reports, v.name, c.test, round)
+					took += d
+					if det == hangDetail {
+						hung++
 					}
-					break
+					if !ok {
+						by, detail = c.name, det
+						if round > 1 {
+							by = fmt.Sprintf("%s (round %d)", c.name, round)
+						}
+						break
+					}
 				}
 			}
+			if by != "NOBODY" {
+				caught++
+			}
+			fmt.Printf("%-27s %-26s %7.1fs  %s\n", v.name, by, took.Seconds(), detail)
 		}
-		if by != "NOBODY" {
-			caught++
-		}
-		fmt.Printf("%-27s %-26s %7.1fs  %s\n", v.name, by, took.Seconds(), detail)
 	}
-	fmt.Printf("caught %d/%d\n", caught, len(variants))
+	total := len(variants) + len(affinityVariants)
+	fmt.Printf("caught %d/%d\n", caught, total)
 	if hung > 0 {
 		fmt.Printf("mutants: %d checker runs did not end within %v\n", hung, *bound)
 	}
-	if caught != len(variants) || failed > 0 || hung > 0 {
+	if caught != total || failed > 0 || hung > 0 {
 		return 1
 	}
 	return 0
@@ -176,7 +210,7 @@ var testLine = regexp.MustCompile(`[a-z_]+_test\.go:\d+: [^\n]*`)
 // them hot sessions, whose races need the scheduler's luck). A run that
 // has not ended after the bound is killed and fails (hangDetail).
 func runChecker(bin, dir, reports, variant, test string, round int) (ok bool, took time.Duration, detail string) {
-	args := []string{"-test.run", "^" + test + "$", "-test.count=1"}
+	args := []string{"-test.run", "^(?:" + test + ")$", "-test.count=1"}
 	env := []string{"PLACEMENT_MUTANT=" + variant, "LINEARIZABILITY_REPORT_DIR=" + reports}
 	if usesRapid(dir) {
 		// The zoo needs the catch, not rapid's shortest example of it.
@@ -186,7 +220,8 @@ func runChecker(bin, dir, reports, variant, test string, round int) (ok bool, to
 		}
 	}
 	if round > 1 {
-		env = append(env, "LINEARIZABILITY_SEEDS=128", fmt.Sprintf("LINEARIZABILITY_SEED=%d", 1+1000*(round-1)))
+		env = append(env, "LINEARIZABILITY_SEEDS=128", fmt.Sprintf("LINEARIZABILITY_SEED=%d", 1+1000*(round-1)),
+			"AFFINITYLIN_SEEDS=40")
 	}
 	out, took, err, hung := runBinary(bin, dir, args, env)
 	switch {
@@ -249,7 +284,8 @@ func runBounds(bins map[string]string, reports string) int {
 	fmt.Println()
 	bad := 0
 	var longest time.Duration
-	for _, v := range append([]struct{ name, doc string }{{"", ""}}, variants...) {
+	all := append(append([]struct{ name, doc string }{{"", ""}}, variants...), affinityVariants...)
+	for _, v := range all {
 		name := v.name
 		if name == "" {
 			name = "(none)"
@@ -292,13 +328,20 @@ var thin = regexp.MustCompile(`too thin`)
 
 var hook = regexp.MustCompile(`mutant\("(\w+)"\)`)
 
-// checkVariants compares the variants table with the mutant("…") hooks in
-// impl/placement, so a hook without a row (never run) or a row without a
-// hook (a variant that no longer exists) fails the run.
+// checkVariants compares the variants tables with the mutant("…") hooks
+// in impl/placement and impl/affinity, so a hook without a row (never run)
+// or a row without a hook (a variant that no longer exists) fails the run.
 func checkVariants() error {
-	files, err := filepath.Glob("impl/placement/*.go")
+	if err := checkHooks("impl/placement", variants); err != nil {
+		return err
+	}
+	return checkHooks("impl/affinity", affinityVariants)
+}
+
+func checkHooks(dir string, table []struct{ name, doc string }) error {
+	files, err := filepath.Glob(dir + "/*.go")
 	if err != nil || len(files) == 0 {
-		return fmt.Errorf("no impl/placement sources found (run from the repository root): %v", err)
+		return fmt.Errorf("no %s sources found (run from the repository root): %v", dir, err)
 	}
 	hooks := map[string]bool{}
 	for _, f := range files {
@@ -314,15 +357,15 @@ func checkVariants() error {
 		}
 	}
 	rows := map[string]bool{}
-	for _, v := range variants {
+	for _, v := range table {
 		rows[v.name] = true
 		if !hooks[v.name] {
-			return fmt.Errorf("variant %s has no mutant(%q) hook in impl/placement", v.name, v.name)
+			return fmt.Errorf("variant %s has no mutant(%q) hook in %s", v.name, v.name, dir)
 		}
 	}
 	for h := range hooks {
 		if !rows[h] {
-			return fmt.Errorf("impl/placement has a mutant(%q) hook that the bug zoo never runs", h)
+			return fmt.Errorf("%s has a mutant(%q) hook that the bug zoo never runs", dir, h)
 		}
 	}
 	return nil

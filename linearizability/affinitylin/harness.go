@@ -1,0 +1,639 @@
+package affinitylin
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"runtime"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/anishathalye/porcupine"
+	"github.com/placementlab/placement/impl/affinity"
+	"github.com/placementlab/placement/impl/placement"
+	"github.com/placementlab/placement/internal/testhooks"
+)
+
+// Plan is a concurrent run drawn from a seed.
+type Plan struct {
+	Seed    uint64 `json:"seed"`
+	Hard    bool   `json:"hard,omitempty"` // ModeHard (else ModeSoft)
+	Workers int    `json:"workers"`
+	Keys    int    `json:"keys"`
+	Clients int    `json:"clients"`
+	// Churn: client 0 changes worker 0's membership in a tight loop (a
+	// restart or departure landing inside another request's dispatch),
+	// and requests favor worker 0.
+	Churn bool `json:"churn,omitempty"`
+	Procs int  `json:"procs"`
+	Ops   int  `json:"ops"` // actions per client
+}
+
+// DrawPlan draws a plan of ops actions per client from seed. Seeds 0 mod 3
+// run the layer in hard mode; seeds 1 mod 4 add a churning client.
+func DrawPlan(seed uint64, ops int) Plan {
+	rng := rand.New(rand.NewPCG(seed, 0x5eed))
+	p := Plan{Seed: seed, Hard: seed%3 == 0, Workers: 2 + rng.IntN(2), Keys: 1 + rng.IntN(2),
+		Clients: 4 + rng.IntN(3), Procs: 2 + rng.IntN(3), Ops: ops}
+	if seed%4 == 1 {
+		p.Churn, p.Workers = true, 3
+	}
+	return p
+}
+
+// WaitLimit bounds a Start waiting on a session another request places:
+// every placing request in a run ends promptly, so a wait this long is a
+// lost wake-up (or a request that never ended).
+const WaitLimit = 5 * time.Second
+
+// RunLimit bounds a whole run; a run still going after it has a call that
+// blocked for good, and fails naming the calls in flight.
+const RunLimit = 15 * time.Second
+
+// Run is a recorded run.
+type Run struct {
+	Plan     Plan
+	History  []porcupine.Operation
+	Coverage Coverage
+	Stuck    int // Starts that waited WaitLimit
+}
+
+// Coverage counts what a run exercised.
+type Coverage struct {
+	Joined, Recovered, Restarted, Fails, Leaves int
+	StartBound, StartPlacing, StartQuarantined  int
+	PinConflicts, HardQuarantined, Mismatches   int
+	Eligibles, IneligibleErrs                   int
+	Hits, Placings, Unpinned                    int
+	MovesWon, MovesLost                         int
+	Binds, StaleAtBirth, Refusals, Ambiguous    int
+	FinalCloses, ClosesWhileLeased              int
+	Dones                                       int
+	MembershipOverlappingBegins, RacyDispatches int
+	Operations                                  int
+}
+
+// Add adds o to c.
+func (c *Coverage) Add(o Coverage) {
+	c.Joined += o.Joined
+	c.Recovered += o.Recovered
+	c.Restarted += o.Restarted
+	c.Fails += o.Fails
+	c.Leaves += o.Leaves
+	c.StartBound += o.StartBound
+	c.StartPlacing += o.StartPlacing
+	c.StartQuarantined += o.StartQuarantined
+	c.PinConflicts += o.PinConflicts
+	c.HardQuarantined += o.HardQuarantined
+	c.Mismatches += o.Mismatches
+	c.Eligibles += o.Eligibles
+	c.IneligibleErrs += o.IneligibleErrs
+	c.Hits += o.Hits
+	c.Placings += o.Placings
+	c.Unpinned += o.Unpinned
+	c.MovesWon += o.MovesWon
+	c.MovesLost += o.MovesLost
+	c.Binds += o.Binds
+	c.StaleAtBirth += o.StaleAtBirth
+	c.Refusals += o.Refusals
+	c.Ambiguous += o.Ambiguous
+	c.FinalCloses += o.FinalCloses
+	c.ClosesWhileLeased += o.ClosesWhileLeased
+	c.Dones += o.Dones
+	c.MembershipOverlappingBegins += o.MembershipOverlappingBegins
+	c.RacyDispatches += o.RacyDispatches
+	c.Operations += o.Operations
+}
+
+var idents = [2]string{"a", "b"}
+
+func workerName(w int) string { return fmt.Sprintf("w%d", w) }
+
+// client is one goroutine's recorder.
+type recorder struct {
+	id    int
+	start time.Time
+	hist  []porcupine.Operation
+	cov   Coverage
+	in    atomic.Pointer[Input]
+}
+
+func (r *recorder) do(in Input, f func() Output) Output {
+	in.Client = r.id
+	r.in.Store(&in)
+	call := time.Since(r.start).Nanoseconds()
+	out := f()
+	ret := time.Since(r.start).Nanoseconds()
+	r.in.Store(nil)
+	r.hist = append(r.hist, porcupine.Operation{ClientId: r.id, Input: in, Output: out, Call: call, Return: ret})
+	return out
+}
+
+func classify(err error) ErrKind {
+	var uo *affinity.UnknownOutcomeError
+	switch {
+	case err == nil:
+		return ErrNone
+	case errors.As(err, &uo) && uo.Quarantine != nil:
+		return ErrAmbiguous // a placing dispatch's unknown outcome: quarantined
+	case errors.As(err, &uo):
+		return ErrOutcomeUnknown
+	case errors.Is(err, affinity.ErrPinConflict):
+		return ErrPinConflict
+	case errors.Is(err, affinity.ErrQuarantined):
+		return ErrQuarantined
+	case errors.Is(err, affinity.ErrBindingMismatch):
+		return ErrMismatch
+	case errors.Is(err, affinity.ErrNoCandidates):
+		return ErrNoCandidates
+	case errors.Is(err, affinity.ErrOutcomeUnknown):
+		return ErrOutcomeUnknown
+	case errors.Is(err, affinity.ErrUnknownWorker):
+		return ErrUnknownWorker
+	case errors.Is(err, placement.ErrNotAccepted):
+		return ErrNotAccepted
+	case errors.Is(err, placement.ErrAmbiguous):
+		return ErrAmbiguous
+	case errors.Is(err, placement.ErrCancelled):
+		return ErrCancelled
+	}
+	var ie *affinity.IneligibleError
+	if errors.As(err, &ie) {
+		return ErrIneligible
+	}
+	return ErrOther
+}
+
+func errOut(err error) Output {
+	o := Output{Err: classify(err), View: View{Bound: -1}}
+	if err != nil {
+		o.Msg = err.Error()
+	}
+	return o
+}
+
+func workerIndex(name string) int {
+	var w int
+	if _, err := fmt.Sscanf(name, "w%d", &w); err != nil {
+		return -2
+	}
+	return w
+}
+
+func viewOf(t *affinity.Turn) View {
+	v := View{Bound: -1, Placing: t.Placing(), Cause: int(t.Unpinned())}
+	if b, ok := t.Bound(); ok {
+		v.Bound = workerIndex(b.Worker)
+	}
+	return v
+}
+
+// Execute runs plan on a fresh layer and records every call.
+func Execute(plan Plan) (*Run, error) {
+	if plan.Workers > MaxWorkers || plan.Keys > MaxKeys || plan.Clients > MaxClients {
+		return nil, fmt.Errorf("plan %+v exceeds the model's bounds", plan)
+	}
+	mode := affinity.ModeSoft
+	if plan.Hard {
+		mode = affinity.ModeHard
+	}
+	layer, err := affinity.New(affinity.Config{Mode: mode, Clock: placement.NewManualClock(0), MaxEntries: 64,
+		AdmitAllBelow: 1, MaxMoves: 64})
+	if err != nil {
+		return nil, err
+	}
+	defer layer.Close()
+	keys := make([]affinity.Key, plan.Keys)
+	for k := range keys {
+		if keys[k], err = (affinity.Namespace{Model: "m"}).Session(fmt.Sprintf("k%d", k)); err != nil {
+			return nil, err
+		}
+	}
+	cands := make([]affinity.Candidate, plan.Workers)
+	for w := range cands {
+		cands[w] = affinity.Candidate{Target: affinity.WorkerOnly(workerName(w))}
+	}
+	prev := runtime.GOMAXPROCS(plan.Procs)
+	defer runtime.GOMAXPROCS(prev)
+	begin := time.Now()
+	traceMu.Lock()
+	traceBegin, trace = begin, nil
+	traceMu.Unlock()
+	// The initial members, joined before the clients start (client 0's
+	// first operations).
+	setup := &recorder{id: 0, start: begin}
+	for w := 0; w < plan.Workers; w++ {
+		setup.do(Input{Op: OpJoin, Worker: w}, func() Output {
+			kind, err := layer.Join(affinity.Worker{ID: workerName(w), Identity: idents[0]})
+			o := errOut(err)
+			o.Join = int(kind)
+			return o
+		})
+	}
+	recs := make([]*recorder, plan.Clients)
+	runCtx, abort := context.WithCancel(context.Background())
+	defer abort()
+	var leases [MaxKeys]atomic.Int32 // requests holding a lease on each key (for coverage)
+	var stuck atomic.Int32
+	var wg sync.WaitGroup
+	for c := range recs {
+		recs[c] = &recorder{id: c, start: begin}
+		if c == 0 {
+			recs[c].hist = setup.hist
+		}
+		wg.Add(1)
+		go func(r *recorder) {
+			defer wg.Done()
+			rng := rand.New(rand.NewPCG(plan.Seed, uint64(r.id)+1))
+			jitter := func() {
+				switch j := rng.IntN(40); {
+				case j < 6:
+					runtime.Gosched()
+				case j == 6:
+					time.Sleep(time.Duration(1+rng.IntN(30)) * time.Microsecond)
+				}
+			}
+			membership := func(w int) {
+				switch j := rng.IntN(20); {
+				case j < 11:
+					id := 0
+					if rng.IntN(4) == 0 {
+						id = 1
+					}
+					r.do(Input{Op: OpJoin, Worker: w, Ident: id}, func() Output {
+						kind, err := layer.Join(affinity.Worker{ID: workerName(w), Identity: idents[id]})
+						o := errOut(err)
+						o.Join = int(kind)
+						return o
+					})
+				case j < 17:
+					r.do(Input{Op: OpFail, Worker: w}, func() Output { return errOut(layer.Fail(workerName(w))) })
+				default:
+					r.do(Input{Op: OpLeave, Worker: w}, func() Output { return errOut(layer.Leave(workerName(w))) })
+				}
+			}
+			churn := plan.Churn && r.id == 0
+			n := plan.Ops
+			if churn {
+				n *= 2
+			}
+			for i := 0; i < n && runCtx.Err() == nil; i++ {
+				jitter()
+				if churn {
+					membership(0)
+					continue
+				}
+				if rng.IntN(10) == 0 {
+					membership(rng.IntN(plan.Workers))
+					continue
+				}
+				k := rng.IntN(plan.Keys)
+				req := affinity.Request{Session: keys[k], Final: rng.IntN(5) == 0}
+				in := Input{Op: OpStart, Key: k, Pin: -1, Final: req.Final}
+				if rng.IntN(5) == 0 {
+					in.Pin = rng.IntN(plan.Workers)
+					req.Pin, req.HasPin = affinity.WorkerOnly(workerName(in.Pin)), true
+				}
+				var turn *affinity.Turn
+				var gaveUp []bool // the leases the Start took and gave up (testhooks.StartGaveUp)
+				out := r.do(in, func() Output {
+					ctx, cancel := context.WithTimeout(context.WithValue(runCtx, gaveUpKey{}, &gaveUp), WaitLimit)
+					defer cancel()
+					t, err := layer.Start(ctx, req)
+					if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+						stuck.Add(1)
+						abort()
+					}
+					if err != nil {
+						return errOut(err)
+					}
+					turn = t
+					return Output{View: viewOf(t)}
+				})
+				// The leases the Start took and gave up meanwhile (see
+				// OpStartHit and OpStartMove), as the layer reported them.
+				last := r.hist[len(r.hist)-1]
+				sin := last.Input.(Input)
+				sin.Moves = len(gaveUp)
+				r.hist[len(r.hist)-1].Input = sin
+				for j, inv := range gaveUp {
+					for _, op := range []Op{OpStartHit, OpStartMove} {
+						r.hist = append(r.hist, porcupine.Operation{ClientId: r.id + 2*MaxClients,
+							Input: Input{Op: op, Client: r.id, Key: k, Slot: j, Invalidated: inv}, Output: Output{View: View{Bound: -1}},
+							Call: last.Call, Return: last.Return})
+					}
+				}
+				if turn == nil {
+					continue
+				}
+				holding := out.View.Bound >= 0
+				if holding {
+					leases[k].Add(1)
+				}
+				jitter()
+				var chosen []affinity.Candidate
+				out = r.do(Input{Op: OpEligible}, func() Output {
+					cs, err := turn.Eligible(cands, nil)
+					o := errOut(err)
+					o.View = viewOf(turn)
+					for _, c := range cs {
+						o.Cands |= 1 << workerIndex(c.Target.Worker)
+					}
+					chosen = cs
+					return o
+				})
+				var att *affinity.Attempt
+				if out.Err == ErrNone {
+					jitter()
+					t := rng.IntN(plan.Workers)
+					switch {
+					case in.Pin >= 0 && rng.IntN(6) != 0:
+						t = in.Pin
+					case plan.Churn && rng.IntN(2) == 0:
+						t = 0
+					case rng.IntN(2) == 0 && len(chosen) > 0:
+						t = workerIndex(chosen[0].Target.Worker)
+					}
+					before := viewOf(turn)
+					out = r.do(Input{Op: OpDispatch, Worker: t}, func() Output {
+						a, err := turn.Dispatch(affinity.WorkerOnly(workerName(t)))
+						o := errOut(err)
+						o.View = viewOf(turn)
+						if a != nil {
+							att = a
+							o.Target = workerIndex(a.Target().Worker)
+							switch {
+							case a.Hit():
+								o.Att = AttHit
+							case a.ID() != 0:
+								o.Att = AttPlacing
+							default:
+								o.Att = AttUnpinned
+							}
+						}
+						return o
+					})
+					if !plan.Hard && before.Bound >= 0 && before.Bound != t && (out.Err == ErrNone || out.View.Placing) {
+						// The Dispatch moved the binding: record its
+						// invalidation as an operation of its own over the
+						// same interval (see OpMove).
+						last := r.hist[len(r.hist)-1]
+						r.hist = append(r.hist, porcupine.Operation{ClientId: r.id + MaxClients,
+							Input: Input{Op: OpMove, Client: r.id}, Output: Output{View: View{Bound: -1}},
+							Call: last.Call, Return: last.Return})
+					}
+				}
+				if att != nil {
+					if rng.IntN(4) == 0 {
+						time.Sleep(time.Duration(1+rng.IntN(20)) * time.Microsecond) // let a racing membership change finish
+					} else {
+						jitter()
+					}
+					outcome := Accepted
+					switch j := rng.IntN(20); {
+					case j < 4:
+						outcome = NotAccepted
+					case j == 4:
+						outcome = Ambiguous
+					}
+					out = r.do(Input{Op: OpComplete, Outcome: outcome}, func() Output {
+						o := errOut(att.Complete(placement.Outcome(outcome + 1)))
+						if o.Err == ErrQuarantined {
+							o.Err = ErrAmbiguous // a placing dispatch's quarantine: *QuarantinedError
+						}
+						o.View = viewOf(turn)
+						return o
+					})
+					if !holding && out.View.Bound >= 0 {
+						holding = true
+						leases[k].Add(1)
+					}
+				}
+				if holding && rng.IntN(3) == 0 {
+					time.Sleep(time.Duration(1+rng.IntN(40)) * time.Microsecond) // hold the lease a while
+				}
+				jitter()
+				if req.Final && holding && leases[k].Load() >= 2 {
+					r.cov.ClosesWhileLeased++
+				}
+				r.do(Input{Op: OpDone}, func() Output { turn.Done(); return Output{View: View{Bound: -1}} })
+				if holding {
+					leases[k].Add(-1)
+				}
+			}
+		}(recs[c])
+	}
+	finished := make(chan struct{})
+	go func() { wg.Wait(); close(finished) }()
+	select {
+	case <-finished:
+	case <-time.After(RunLimit):
+		abort()
+		var blocked []string
+		for _, r := range recs {
+			if in := r.in.Load(); in != nil {
+				blocked = append(blocked, Describe(*in, Output{}))
+			}
+		}
+		return nil, fmt.Errorf("affinitylin: a run did not finish in %v (seed %d): in flight: %v", RunLimit, plan.Seed, blocked)
+	}
+	run := &Run{Plan: plan, Stuck: int(stuck.Load())}
+	for _, r := range recs {
+		run.History = append(run.History, r.hist...)
+		run.Coverage.ClosesWhileLeased += r.cov.ClosesWhileLeased
+	}
+	markRacy(run.History)
+	run.Coverage.Add(count(run.History))
+	return run, nil
+}
+
+// markRacy sets Input.Racy on every Dispatch that a membership operation
+// on its target overlapped.
+func markRacy(h []porcupine.Operation) {
+	var mem []porcupine.Operation
+	for _, op := range h {
+		if in := op.Input.(Input); in.Op <= OpLeave {
+			mem = append(mem, op)
+		}
+	}
+	for i, op := range h {
+		in := op.Input.(Input)
+		if in.Op != OpDispatch {
+			continue
+		}
+		for _, m := range mem {
+			if m.Input.(Input).Worker == in.Worker && m.Call <= op.Return && op.Call <= m.Return {
+				in.Racy = true
+				h[i].Input = in
+				break
+			}
+		}
+	}
+}
+
+// count computes a history's coverage (all but ClosesWhileLeased, which
+// the run counts as it goes).
+func count(h []porcupine.Operation) Coverage {
+	var c Coverage
+	c.Operations = len(h)
+	byClient := map[int][]porcupine.Operation{}
+	var begins []porcupine.Operation
+	for _, op := range h {
+		byClient[op.ClientId] = append(byClient[op.ClientId], op)
+		if in := op.Input.(Input); in.Op == OpStart || in.Op == OpDispatch {
+			begins = append(begins, op)
+		}
+	}
+	sort.Slice(begins, func(i, j int) bool { return begins[i].Call < begins[j].Call })
+	for _, ops := range byClient {
+		var last Output
+		var final bool
+		for _, op := range ops {
+			in, out := op.Input.(Input), op.Output.(Output)
+			switch in.Op {
+			case OpJoin:
+				switch out.Join {
+				case Joined:
+					c.Joined++
+				case Recovered:
+					c.Recovered++
+				case Restarted:
+					c.Restarted++
+				}
+			case OpFail:
+				if out.Err == ErrNone {
+					c.Fails++
+				}
+			case OpLeave:
+				if out.Err == ErrNone {
+					c.Leaves++
+				}
+			case OpStart:
+				final = in.Final
+				switch {
+				case out.Err == ErrPinConflict:
+					c.PinConflicts++
+				case out.Err == ErrQuarantined:
+					c.HardQuarantined++
+				case out.View.Bound >= 0:
+					c.StartBound++
+				case out.View.Placing:
+					c.StartPlacing++
+				case out.View.Cause == CauseQuarantined:
+					c.StartQuarantined++
+				}
+			case OpEligible:
+				c.Eligibles++
+				if out.Err == ErrIneligible {
+					c.IneligibleErrs++
+				}
+			case OpDispatch:
+				if in.Racy {
+					c.RacyDispatches++
+				}
+				switch out.Err {
+				case ErrMismatch:
+					c.Mismatches++
+				case ErrIneligible:
+					c.IneligibleErrs++
+				}
+				switch out.Att {
+				case AttHit:
+					c.Hits++
+				case AttPlacing:
+					c.Placings++
+				case AttUnpinned:
+					c.Unpinned++
+				}
+				if last.View.Bound >= 0 && last.View.Bound != in.Worker && out.Err == ErrNone {
+					if out.View.Cause == CauseMoveLost {
+						c.MovesLost++
+					} else {
+						c.MovesWon++
+					}
+				}
+			case OpComplete:
+				switch {
+				case in.Outcome == NotAccepted:
+					c.Refusals++
+				case in.Outcome == Ambiguous:
+					c.Ambiguous++
+				case last.Att == AttPlacing && out.View.Bound >= 0:
+					c.Binds++
+				case last.Att == AttPlacing:
+					c.StaleAtBirth++
+				}
+			case OpDone:
+				c.Dones++
+				if final && last.View.Bound >= 0 {
+					c.FinalCloses++
+				}
+			}
+			if in.Op != OpDone {
+				last = out
+			}
+		}
+	}
+	for _, op := range h {
+		in := op.Input.(Input)
+		if in.Op > OpLeave || op.ClientId == 0 && op.Call < firstBegin(begins) {
+			continue
+		}
+		for _, b := range begins {
+			if b.Call > op.Return {
+				break
+			}
+			if b.ClientId != op.ClientId && b.Return >= op.Call {
+				c.MembershipOverlappingBegins++
+				break
+			}
+		}
+	}
+	return c
+}
+
+func firstBegin(b []porcupine.Operation) int64 {
+	if len(b) == 0 {
+		return 0
+	}
+	return b[0].Call
+}
+
+// gaveUpKey is the context key under which a Start's ctx carries the list
+// testhooks.StartGaveUp appends to.
+type gaveUpKey struct{}
+
+func init() {
+	testhooks.StartGaveUp = func(ctx context.Context, invalidated bool) {
+		if l, ok := ctx.Value(gaveUpKey{}).(*[]bool); ok {
+			*l = append(*l, invalidated)
+		}
+	}
+	if os.Getenv("AFFINITYLIN_TRACE") != "" {
+		testhooks.CoreEvent = func(kind, key string, attempt, seq uint64) {
+			traceMu.Lock()
+			trace = append(trace, fmt.Sprintf("%d %s %s attempt=%d seq=%d", time.Since(traceBegin).Nanoseconds(), kind, key, attempt, seq))
+			traceMu.Unlock()
+		}
+	}
+}
+
+// The core's events of the last run, with AFFINITYLIN_TRACE set (a
+// debugging aid: TraceOfLastRun).
+var (
+	traceMu    sync.Mutex
+	traceBegin time.Time
+	trace      []string
+)
+
+// TraceOfLastRun returns the core's events of the last run (empty unless
+// AFFINITYLIN_TRACE is set), each as "nanoseconds kind key attempt seq".
+func TraceOfLastRun() []string {
+	traceMu.Lock()
+	defer traceMu.Unlock()
+	return append([]string(nil), trace...)
+}
