@@ -76,6 +76,7 @@ const (
 
 var opNames = [...]string{"?", "Join", "Fail", "Leave", "Start", "Eligible", "Dispatch", "Complete", "Done", "Move", "StartMove", "StartHit"}
 
+// String names the operation as the reports print it.
 func (o Op) String() string {
 	if int(o) < len(opNames) {
 		return opNames[o]
@@ -147,6 +148,7 @@ const (
 var errNames = [...]string{"nil", "PinConflict", "Quarantined", "Ineligible", "Mismatch", "NoCandidates",
 	"NotAccepted", "Ambiguous", "OutcomeUnknown", "Cancelled", "UnknownWorker", "Other"}
 
+// String names the error kind as the reports print it.
 func (e ErrKind) String() string {
 	if int(e) < len(errNames) {
 		return errNames[e]
@@ -879,6 +881,7 @@ func Describe(in Input, out Output) string {
 	return strings.TrimSpace(b.String())
 }
 
+// String prints the view as Porcupine's visualization shows it.
 func (v View) String() string {
 	switch {
 	case v.Bound >= 0:
@@ -891,6 +894,7 @@ func (v View) String() string {
 	return "[-]"
 }
 
+// String prints the state as Porcupine's visualization shows it.
 func (s State) String() string {
 	var b strings.Builder
 	for w, m := range s.M {
