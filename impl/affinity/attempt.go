@@ -261,7 +261,7 @@ func (a *Attempt) Complete(o placement.Outcome) error {
 			var amb *placement.AmbiguousError[slot]
 			if errors.As(err, &amb) {
 				if t.req.Final {
-					l.finalQ.Store(a.d.Attempt(), struct{}{})
+					l.finalQ[t.req.Phase].Store(a.d.Attempt(), struct{}{})
 				}
 				return &UnknownOutcomeError{Target: a.target, Attempt: a.d.Attempt(), Quarantine: quarantined(amb, t.c.Now())}
 			}

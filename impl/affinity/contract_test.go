@@ -2109,3 +2109,36 @@ func TestStats_StaleAtBirthIsNotABind(t *testing.T) {
 		require.Equal(t, uint64(1), e.l.Stats().Binds)
 	})
 }
+
+// A final request's ambiguous placing dispatch in one phase does not mark
+// the other phase's quarantine of the same attempt id as final: with a
+// fixed FirstAttempt both phases' coordinators issue the same ids (found
+// by the resolver's tests; the layer kept one map of final attempts).
+func TestContract_F1_FinalQuarantineIsPhaseLocal(t *testing.T) {
+	e := newEnv(t, affinity.ModeSoft)
+	ambiguous := func(r affinity.Request) uint64 {
+		t.Helper()
+		tr := e.start(r)
+		defer tr.Done()
+		require.True(t, tr.Placing())
+		a, err := tr.Dispatch(wa)
+		require.NoError(t, err)
+		require.ErrorIs(t, a.Complete(placement.Ambiguous), affinity.ErrOutcomeUnknown)
+		return a.ID()
+	}
+	decode := e.req("s")
+	final := decode
+	final.Final = true
+	prefill := e.req("s")
+	prefill.Phase = affinity.PhasePrefill
+	require.Equal(t, ambiguous(final), ambiguous(prefill), "the phases issue the same first attempt id")
+	qs := e.l.Quarantined()
+	require.Len(t, qs, 2)
+	for _, q := range qs {
+		require.Equal(t, q.Phase == affinity.PhaseDecode, q.Final, "phase %v", q.Phase)
+		if q.Phase == affinity.PhasePrefill {
+			require.NoError(t, e.l.Resolve(q, placement.ResolveAccepted))
+		}
+	}
+	e.requireBound(prefill, wa) // not ended as a final request's binding
+}

@@ -124,7 +124,9 @@ type Layer struct {
 	// finalQ holds the attempts of final requests whose placing dispatch
 	// ended ambiguous: a Resolve that binds one ends the binding at once
 	// (the session is over). Entries leave when their quarantine ends.
-	finalQ sync.Map // uint64 -> struct{}
+	// One map per phase: the phases' coordinators count attempt ids
+	// apart, and with a fixed Config.FirstAttempt their ids coincide.
+	finalQ [numPhases]sync.Map // uint64 -> struct{}
 }
 
 // New returns a layer for cfg. Close it to stop the core's background work.
@@ -150,11 +152,12 @@ func New(cfg Config) (*Layer, error) {
 	cfg.Headers = cfg.Headers.canonical()
 	l := &Layer{cfg: cfg, mem: newMembership()}
 	for p := range l.core {
+		finalQ := &l.finalQ[p]
 		c, err := placement.New(placement.Config[slot]{
 			IdleTTL: cfg.IdleTTL, ReserveTimeout: cfg.ReserveTimeout, DispatchTimeout: cfg.DispatchTimeout,
 			QuarantineTTL: cfg.QuarantineTTL, MaxEntries: cfg.MaxEntries, Clock: cfg.Clock,
 			ClockResolution: cfg.ClockResolution, FirstAttempt: cfg.FirstAttempt,
-			Observer: l.observe,
+			Observer: func(ev placement.Event[slot]) { l.observe(finalQ, ev) },
 		})
 		if err != nil {
 			for _, c := range l.core[:p] {
@@ -404,7 +407,7 @@ func (l *Layer) Quarantined() []Quarantine {
 			if m, ok := ms[q.Target.worker]; ok && m.instance == q.Target.instance {
 				id = m.Identity
 			}
-			_, final := l.finalQ.Load(q.Attempt)
+			_, final := l.finalQ[p].Load(q.Attempt)
 			out = append(out, Quarantine{Key: Key{k: q.Key}, Phase: Phase(p), Target: q.Target.target(), Identity: id,
 				Attempt: q.Attempt, Generation: q.Generation, Since: q.Since, Expires: q.Expires, Final: final})
 		}
@@ -430,7 +433,7 @@ func (l *Layer) Resolve(q Quarantine, res placement.Resolution) error {
 	switch {
 	case err == nil && res == placement.ResolveAccepted:
 		l.stats.binds.Add(1)
-		if _, final := l.finalQ.LoadAndDelete(q.Attempt); final {
+		if _, final := l.finalQ[q.Phase].LoadAndDelete(q.Attempt); final {
 			_, _ = c.InvalidateKey(q.Key.k)
 		}
 	case errors.Is(err, placement.ErrStaleAtBirth):
@@ -461,7 +464,7 @@ func (l *Layer) EndSession(key Key) (bool, error) {
 
 // observe counts the core's events (called under the key's lock: atomics
 // only).
-func (l *Layer) observe(ev placement.Event[slot]) {
+func (l *Layer) observe(finalQ *sync.Map, ev placement.Event[slot]) {
 	if testhooks.CoreEvent != nil {
 		testhooks.CoreEvent(ev.Kind.String(), Key{k: ev.Key}.String(), ev.Attempt, ev.Seq)
 	}
@@ -474,14 +477,14 @@ func (l *Layer) observe(ev placement.Event[slot]) {
 			s.resolvedAccepted.Add(1)
 		} else {
 			s.resolvedNotAccepted.Add(1)
-			l.finalQ.Delete(ev.Attempt)
+			finalQ.Delete(ev.Attempt)
 		}
 	case placement.EventQuarantineExpired:
 		s.quarantineExpired.Add(1)
-		l.finalQ.Delete(ev.Attempt)
+		finalQ.Delete(ev.Attempt)
 	case placement.EventQuarantineDropped:
 		s.quarantineDropped.Add(1)
-		l.finalQ.Delete(ev.Attempt)
+		finalQ.Delete(ev.Attempt)
 	case placement.EventExpired:
 		s.expired.Add(1)
 	}
