@@ -1,5 +1,5 @@
 // Command mutants runs the bug zoo: every deliberately broken variant of
-// impl/placement and of impl/affinity (compiled in only with -tags
+// impl/placement, impl/affinity and impl/policyqueue (compiled in only with -tags
 // placement_mutants) against the checkers of its package, in order, and
 // prints which checker caught it and how fast.
 // It fails unless every variant is caught, and also checks that the
@@ -73,6 +73,16 @@ var affinityVariants = []struct{ name, doc string }{
 	{"TrustsOldHit", "Start judges the membership after its hit and returns the binding without checking it is still live (a descheduled Start returns a binding that ended)"},
 }
 
+// queueVariants are the broken variants of impl/policyqueue, as its
+// mutant("…") hooks name them; checkVariants compares them with the hooks.
+var queueVariants = []struct{ name, doc string }{
+	{"SharedLaneStarves", "a pass serves the heads of the exact lanes before any shared item, however old"},
+	{"ReleaseTwice", "a slot's second Release frees it again (the worker gets an extra slot)"},
+	{"CancelLeaksSlot", "a Cancel after admission ends the ticket but does not free its slot"},
+	{"RecheckSkipsBlocked", "Recheck and RecheckAll re-examine nothing: a lane blocked by an Allow answer that changed stays blocked"},
+	{"CloseStrandsWaiters", "Close ends the waiting items without waking their Waits"},
+}
+
 // The checkers, in the order they are tried: test is an anchored -test.run
 // pattern. The contract tests (impl/placement's TestContract_*) check the
 // rules no model step can see: what a request's Done gives back, attempt
@@ -90,6 +100,15 @@ var checkers = []struct{ name, pkg, test string }{
 var affinityCheckers = []struct{ name, pkg, test string }{
 	{"affinity porcupine", "linearizability/affinitylin", "TestLinearizable"},
 	{"affinity contract tests", "impl/affinity", "TestContract_.*|TestAnchorBug_.*|TestEligibility.*|TestFlood.*"},
+}
+
+// queueCheckers are tried on the policy queue's variants: the Porcupine
+// check of the queue's shared state, then impl/policyqueue's contract
+// tests (for the rule outside the model's reach: Recheck after an Allow
+// answer changes).
+var queueCheckers = []struct{ name, pkg, test string }{
+	{"queue porcupine", "linearizability/queuelin", "TestLinearizable"},
+	{"queue contract tests", "impl/policyqueue", "TestContract_.*"},
 }
 
 // usesRapid reports whether pkg's test binary defines rapid's flags.
@@ -121,7 +140,7 @@ func run() int {
 	}
 	defer os.RemoveAll(dir)
 	bins := map[string]string{}
-	for _, c := range append(append([]struct{ name, pkg, test string }{}, checkers...), affinityCheckers...) {
+	for _, c := range append(append(append([]struct{ name, pkg, test string }{}, checkers...), affinityCheckers...), queueCheckers...) {
 		pkg := c.pkg
 		if bins[pkg] != "" {
 			continue
@@ -142,7 +161,7 @@ func run() int {
 	}
 	failed := 0
 	// The checkers must pass on the unbroken build (same binary, no variant).
-	for _, c := range append(append([]struct{ name, pkg, test string }{}, checkers...), affinityCheckers...) {
+	for _, c := range append(append(append([]struct{ name, pkg, test string }{}, checkers...), affinityCheckers...), queueCheckers...) {
 		if ok, _, detail := runChecker(bins[c.pkg], c.pkg, reports, "", c.test, 1); !ok {
 			fmt.Printf("mutants: %s fails without any variant: %s\n", c.name, detail)
 			failed++
@@ -153,7 +172,8 @@ func run() int {
 		what     string
 		variants []struct{ name, doc string }
 		checkers []struct{ name, pkg, test string }
-	}{{"impl/placement", variants, checkers}, {"impl/affinity", affinityVariants, affinityCheckers}} {
+	}{{"impl/placement", variants, checkers}, {"impl/affinity", affinityVariants, affinityCheckers},
+		{"impl/policyqueue", queueVariants, queueCheckers}} {
 		fmt.Printf("\n%-27s %-26s %8s  %s\n", "VARIANT ("+zoo.what+")", "CAUGHT BY", "TIME", "FIRST DIVERGENCE")
 		for _, v := range zoo.variants {
 			by, took, detail := "NOBODY", time.Duration(0), ""
@@ -183,7 +203,7 @@ func run() int {
 			fmt.Printf("%-27s %-26s %7.1fs  %s\n", v.name, by, took.Seconds(), detail)
 		}
 	}
-	total := len(variants) + len(affinityVariants)
+	total := len(variants) + len(affinityVariants) + len(queueVariants)
 	fmt.Printf("caught %d/%d\n", caught, total)
 	if hung > 0 {
 		fmt.Printf("mutants: %d checker runs did not end within %v\n", hung, *bound)
@@ -221,7 +241,7 @@ func runChecker(bin, dir, reports, variant, test string, round int) (ok bool, to
 	}
 	if round > 1 {
 		env = append(env, "LINEARIZABILITY_SEEDS=128", fmt.Sprintf("LINEARIZABILITY_SEED=%d", 1+1000*(round-1)),
-			"AFFINITYLIN_SEEDS=40")
+			"AFFINITYLIN_SEEDS=40", "QUEUELIN_SEEDS=40")
 	}
 	out, took, err, hung := runBinary(bin, dir, args, env)
 	switch {
@@ -233,6 +253,9 @@ func runChecker(bin, dir, reports, variant, test string, round int) (ok bool, to
 	detail = divergence.FindString(string(out))
 	if detail == "" && !thin.Match(out) {
 		detail = testLine.FindString(string(out))
+		if strings.HasSuffix(detail, ": ") {
+			detail += testifyDetail(string(out))
+		}
 	}
 	if detail == "" && thin.Match(out) {
 		// The run failed only its own thinness checks (too few overlapping
@@ -248,6 +271,28 @@ func runChecker(bin, dir, reports, variant, test string, round int) (ok bool, to
 		detail = detail[:90] + "…"
 	}
 	return false, took, detail
+}
+
+// testifyMessage and testifyError are the lines of testify's report of a
+// failed assertion, whose first line (the one testLine finds) is empty.
+var (
+	testifyMessage = regexp.MustCompile(`\bMessages:\s+([^\n]*)`)
+	testifyError   = regexp.MustCompile(`\bError:\s+([^\n]*)`)
+)
+
+// testifyDetail returns the message (or, without one, the error line) of
+// the first testify assertion that failed in out.
+func testifyDetail(out string) string {
+	if locs := testLine.FindAllStringIndex(out, 2); len(locs) == 2 {
+		out = out[locs[0][1]:locs[1][0]]
+	}
+	if m := testifyMessage.FindStringSubmatch(out); m != nil {
+		return strings.TrimSpace(m[1])
+	}
+	if m := testifyError.FindStringSubmatch(out); m != nil {
+		return strings.TrimSpace(m[1])
+	}
+	return ""
 }
 
 // runBinary runs a test binary in dir with args and env added, killing it
@@ -284,7 +329,7 @@ func runBounds(bins map[string]string, reports string) int {
 	fmt.Println()
 	bad := 0
 	var longest time.Duration
-	all := append(append([]struct{ name, doc string }{{"", ""}}, variants...), affinityVariants...)
+	all := append(append(append([]struct{ name, doc string }{{"", ""}}, variants...), affinityVariants...), queueVariants...)
 	for _, v := range all {
 		name := v.name
 		if name == "" {
@@ -329,13 +374,16 @@ var thin = regexp.MustCompile(`too thin`)
 var hook = regexp.MustCompile(`mutant\("(\w+)"\)`)
 
 // checkVariants compares the variants tables with the mutant("…") hooks
-// in impl/placement and impl/affinity, so a hook without a row (never run)
+// in impl/placement, impl/affinity and impl/policyqueue, so a hook without a row (never run)
 // or a row without a hook (a variant that no longer exists) fails the run.
 func checkVariants() error {
 	if err := checkHooks("impl/placement", variants); err != nil {
 		return err
 	}
-	return checkHooks("impl/affinity", affinityVariants)
+	if err := checkHooks("impl/affinity", affinityVariants); err != nil {
+		return err
+	}
+	return checkHooks("impl/policyqueue", queueVariants)
 }
 
 func checkHooks(dir string, table []struct{ name, doc string }) error {
