@@ -83,8 +83,8 @@
 //	L1  An attempt the ledger recorded answers "arrived".
 //	L2  The fence: answering "not-arrived" is a promise, so the ledger
 //	    tombstones the id, and a later arrival of that attempt (it may
-//	    still have been on the network) is refused with RefusedStatus (409
-//	    by default) before the worker runs anything. Otherwise the router
+//	    still have been on the network) is refused with RefusedStatus (425
+//	    Too Early by default) before the worker runs anything. Otherwise the router
 //	    would settle NotAccepted while the worker runs the request.
 //	    Arrive and Ask are atomic under one lock: for every id, either
 //	    the arrival is admitted and every answer after it is "arrived",

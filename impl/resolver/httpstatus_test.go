@@ -91,7 +91,7 @@ func TestHTTPStatus_EndToEnd(t *testing.T) {
 	assert.Empty(t, e.l.Quarantined())
 
 	// s2's attempt arrives late: refused, never run.
-	assert.Equal(t, http.StatusConflict, send(t, srv, a2.ID()))
+	assert.Equal(t, http.StatusTooEarly, send(t, srv, a2.ID()))
 	assert.Equal(t, int64(1), ran.Load())
 }
 

@@ -28,7 +28,7 @@ const (
 	DefaultCapacity      = 1 << 16
 	DefaultTombstones    = 1 << 12
 	DefaultSlack         = 5 * time.Second
-	DefaultRefusedStatus = http.StatusConflict
+	DefaultRefusedStatus = http.StatusTooEarly
 )
 
 // Ledger errors.
@@ -75,7 +75,9 @@ type LedgerConfig struct {
 	Slack time.Duration
 	// RefusedStatus is the HTTP status the middleware answers a fenced or
 	// duplicate arrival with, before the worker runs anything. Zero means
-	// 409 Conflict.
+	// 425 Too Early (RFC 8470: the server will not risk processing a
+	// request that might be a replay), which impl/httpoutcome's default
+	// table reads as DefinitelyNotAccepted, as it is.
 	RefusedStatus int
 	// Now is the ledger's clock; nil means the runtime's monotonic clock
 	// since NewLedger (a *placement.ManualClock's Now drives it in tests).

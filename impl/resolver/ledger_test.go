@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/placementlab/placement/impl/httpoutcome"
 	"github.com/placementlab/placement/impl/placement"
 	"github.com/placementlab/placement/impl/resolver"
 )
@@ -88,7 +89,7 @@ func TestL2_NotArrivedFencesLateArrival(t *testing.T) {
 	a := l.Ask("1001", young)
 	require.Equal(t, resolver.StateNotArrived, a.State)
 	require.NoError(t, clk.AdvanceBy(time.Second))
-	assert.Equal(t, http.StatusConflict, w.send("1001"), "the late arrival is refused")
+	assert.Equal(t, http.StatusTooEarly, w.send("1001"), "the late arrival is refused")
 	assert.Zero(t, w.ran.Load(), "the worker ran nothing")
 	assert.ErrorIs(t, l.Arrive("1001"), resolver.ErrAttemptFenced)
 	assert.Equal(t, resolver.StateNotArrived, l.Ask("1001", -1).State, "the promise is repeated")
@@ -99,14 +100,14 @@ func TestL2_NotArrivedFencesLateArrival(t *testing.T) {
 	assert.Equal(t, http.StatusOK, w.send("1002"))
 	// The tombstone lasts Horizon.
 	require.NoError(t, clk.AdvanceBy(14*time.Minute))
-	assert.Equal(t, http.StatusConflict, w.send("1001"))
+	assert.Equal(t, http.StatusTooEarly, w.send("1001"))
 	require.NoError(t, clk.AdvanceBy(time.Minute))
 	assert.Equal(t, 0, l.Stats().Tombstoned, "forgotten after Horizon")
 	// A custom refusal status.
-	l2, clk2 := newLedger(t, func(c *resolver.LedgerConfig) { c.RefusedStatus = http.StatusTooEarly })
+	l2, clk2 := newLedger(t, func(c *resolver.LedgerConfig) { c.RefusedStatus = http.StatusConflict })
 	require.NoError(t, clk2.AdvanceBy(time.Hour))
 	require.Equal(t, resolver.StateNotArrived, l2.Ask("7", young).State)
-	assert.Equal(t, http.StatusTooEarly, newWorker(l2).send("7"))
+	assert.Equal(t, http.StatusConflict, newWorker(l2).send("7"))
 }
 
 // L2 under concurrency: for every id, either the arrival was admitted
@@ -212,7 +213,7 @@ func TestL4_DuplicateRefused(t *testing.T) {
 	l, _ := newLedger(t)
 	w := newWorker(l)
 	require.Equal(t, http.StatusOK, w.send("5"))
-	assert.Equal(t, http.StatusConflict, w.send("5"))
+	assert.Equal(t, http.StatusTooEarly, w.send("5"))
 	assert.Equal(t, int64(1), w.ran.Load())
 	assert.ErrorIs(t, l.Arrive("5"), resolver.ErrDuplicateAttempt)
 	assert.Equal(t, uint64(2), l.Stats().Duplicates)
@@ -323,4 +324,12 @@ func TestLedgerHandler(t *testing.T) {
 	require.NoError(t, err)
 	resp.Body.Close()
 	assert.Equal(t, http.StatusMethodNotAllowed, resp.StatusCode)
+}
+
+// The ledger's default refusal is one the router's outcome table reads as
+// DefinitelyNotAccepted: a fenced or duplicate arrival runs nothing, so the
+// router must neither relay it as the worker's answer nor bind on it (with
+// 409, the first default, impl/httpoutcome read it as Accepted).
+func TestL2_DefaultRefusalIsNotAccepted(t *testing.T) {
+	assert.Equal(t, placement.DefinitelyNotAccepted, httpoutcome.Table{}.Outcome(resolver.DefaultRefusedStatus))
 }
