@@ -1,0 +1,137 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"io"
+	"net/http"
+	"regexp"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// fast is the smoke test's configuration: a 2 s run on short timers.
+func fast() options {
+	o := defaults()
+	o.duration, o.live, o.clients = 2*time.Second, 500*time.Millisecond, 8
+	o.dispatchTimeout, o.every = 100*time.Millisecond, 50*time.Millisecond
+	return o
+}
+
+// TestDemoSmoke runs the demo for 2 s: it succeeds, prints live lines and
+// a summary that shows hits, settled quarantines, the restart and the
+// placement handling's line count; afterwards no goroutine is left.
+func TestDemoSmoke(t *testing.T) {
+	before := runtime.NumGoroutine()
+	var out bytes.Buffer
+	err := runDemo(context.Background(), fast(), &out)
+	t.Log("\n" + out.String())
+	require.NoError(t, err)
+	s := out.String()
+	assert.Regexp(t, `\[  0\.5s\] requests \d+ ok \d+ \| hit rate [\d.]+% \| quarantines open \d+ settled \d+ \| unpinned \d+`, s)
+	assert.Contains(t, s, "result        ok")
+	assert.Regexp(t, `hit rate      [\d.]+% of later turns served \([1-9]\d* hits`, s)
+	assert.Regexp(t, `quarantines   opened [1-9]\d*, settled \d+ \(resolver: accepted [1-9]\d*, .*, open 0`, s)
+	assert.Contains(t, s, "phoenix(phoenix-boot-2, up")
+	assert.Regexp(t, `in flight 0`, s)
+	m := regexp.MustCompile(`placement handling: (\d+) lines`).FindStringSubmatch(s)
+	require.Len(t, m, 2)
+	want, err := placementLines(mainSource)
+	require.NoError(t, err)
+	assert.Equal(t, want, atoi(t, m[1]))
+
+	deadline := time.Now().Add(5 * time.Second)
+	for runtime.NumGoroutine() > before {
+		if time.Now().After(deadline) {
+			buf := make([]byte, 1<<16)
+			t.Fatalf("goroutine leak: %d before, %d after\n%s", before, runtime.NumGoroutine(), buf[:runtime.Stack(buf, true)])
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func atoi(t *testing.T, s string) int {
+	n := 0
+	for _, c := range s {
+		n = n*10 + int(c-'0')
+	}
+	return n
+}
+
+// The summary of a router that served nothing says what is wrong, and
+// runDemo's caller exits non-zero on it.
+func TestSummaryReportsWrong(t *testing.T) {
+	k, err := newKit(nil, fast())
+	require.NoError(t, err)
+	defer k.close()
+	var out bytes.Buffer
+	err = summary(&out, time.Second, k, &loadStats{}, nil)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "no hits")
+	assert.Contains(t, out.String(), "result        WRONG: no hits")
+}
+
+// -workers is read as id=url pairs (a bare URL is its own id); bad values
+// are errors.
+func TestParseWorkers(t *testing.T) {
+	ws, err := parseWorkers("a=http://10.0.0.1:8000, http://10.0.0.2:8000")
+	require.NoError(t, err)
+	require.Len(t, ws, 2)
+	assert.Equal(t, "a", ws[0].id)
+	assert.Equal(t, "http://10.0.0.2:8000", ws[1].id)
+	assert.Equal(t, "10.0.0.1:8000", ws[0].base.Host)
+	for _, bad := range []string{"", "a=notaurl", "a=http://"} {
+		_, err := parseWorkers(bad)
+		assert.Error(t, err, bad)
+	}
+	assert.True(t, strings.HasPrefix(ws[1].base.String(), "http://"))
+}
+
+// Without -demo: the router serves the -workers it is given, once their
+// health checks pass, until its context ends; bad -workers are an error.
+func TestServeWorkers(t *testing.T) {
+	o := fast()
+	w, err := startWorker("w", 2, steady, 1, o)
+	require.NoError(t, err)
+	defer w.close()
+	o.listen, o.workers = "127.0.0.1:0", "w="+w.url()
+	pr, pw := io.Pipe()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- serve(ctx, o, pw); pw.Close() }()
+	line, err := bufio.NewReader(pr).ReadString('\n')
+	require.NoError(t, err)
+	go func() { _, _ = io.Copy(io.Discard, pr) }()
+	addr := strings.Fields(strings.TrimPrefix(line, "router: listening on "))[0]
+	addr = strings.TrimSuffix(addr, ",")
+	var resp *http.Response
+	require.Eventually(t, func() bool {
+		req, _ := http.NewRequest(http.MethodPost, "http://"+addr+"/v1/completions", strings.NewReader("{}"))
+		req.Header.Set("X-Session-ID", "s")
+		resp, err = http.DefaultClient.Do(req)
+		if err != nil {
+			return false
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK // 503 until the health check joins w
+	}, 5*time.Second, 10*time.Millisecond)
+	assert.Equal(t, "w", resp.Header.Get("X-Served-By"))
+	resp, err = http.Get("http://" + addr + "/metrics")
+	require.NoError(t, err)
+	metrics, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	assert.Contains(t, string(metrics), `placement_affinity_worker_up{worker="w"} 1`)
+	cancel()
+	assert.NoError(t, <-done)
+	http.DefaultClient.CloseIdleConnections()
+
+	o.workers = ""
+	assert.Error(t, serve(context.Background(), o, io.Discard))
+}

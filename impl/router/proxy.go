@@ -1,0 +1,220 @@
+package router
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strconv"
+
+	"github.com/placementlab/placement/impl/affinity"
+	"github.com/placementlab/placement/impl/httpoutcome"
+	"github.com/placementlab/placement/impl/picker"
+	"github.com/placementlab/placement/impl/placement"
+)
+
+// DefaultRankHeader is the header the Proxy names a data-parallel rank in
+// (vLLM's data-parallel API server reads X-data-parallel-rank; header
+// names are case-insensitive).
+const DefaultRankHeader = "X-Data-Parallel-Rank"
+
+// DefaultMaxBodyBytes bounds a request body the Proxy buffers (it must
+// keep it to send it again after a refusal) when Proxy.MaxBodyBytes is 0.
+const DefaultMaxBodyBytes = 16 << 20
+
+// ErrBodyTooLarge: a request body is over Proxy.MaxBodyBytes (413).
+var ErrBodyTooLarge = errors.New("router: request body too large")
+
+// hopHeaders are the hop-by-hop headers a proxy does not forward.
+var hopHeaders = []string{"Connection", "Proxy-Connection", "Keep-Alive", "Proxy-Authenticate",
+	"Proxy-Authorization", "Te", "Trailer", "Transfer-Encoding", "Upgrade"}
+
+// Proxy is an http.Handler that routes each request through a Driver: it
+// reads the session from the request's headers (Layer.RequestFromHeader
+// under Namespace), forwards the request to the chosen worker with
+// impl/httpoutcome (the attempt id in httpoutcome's attempt header, the
+// rank in RankHeader), classifies the answer, retries refusals on another
+// worker (the body is buffered, up to MaxBodyBytes), streams the accepted
+// response back, and answers errors with the status and Retry-After
+// httpoutcome maps them to.
+//
+// Its rules: a client's own attempt or rank header never reaches a worker
+// (the Proxy removes them, and sets them only for the dispatch that needs
+// them); the request's path and query are appended to Upstream's URL;
+// hop-by-hop headers are not forwarded; a body over MaxBodyBytes is a 413
+// and nothing is sent.
+type Proxy struct {
+	// Driver runs the requests (required).
+	Driver *Driver
+	// Namespace returns the trusted namespace of a request (its model,
+	// tenant: from the route or the authenticated caller, never from the
+	// session id). Nil: the zero Namespace.
+	Namespace func(*http.Request) affinity.Namespace
+	// Phase is the table the Proxy's bindings live in (PhaseDecode, the
+	// zero value, for aggregated serving).
+	Phase affinity.Phase
+	// Upstream returns the base URL of a target's worker (required).
+	Upstream func(affinity.Target) *url.URL
+	// Client forwards and classifies (nil: the zero httpoutcome.Client).
+	Client *httpoutcome.Client
+	// RankHeader names the data-parallel rank header ("" means
+	// DefaultRankHeader).
+	RankHeader string
+	// MaxBodyBytes bounds the buffered request body (0 means
+	// DefaultMaxBodyBytes).
+	MaxBodyBytes int64
+	// PickerRequest, if set, builds what the pipeline sees of a request
+	// (for example its prefix blocks' hashes) from the request, its body
+	// and its session key.
+	PickerRequest func(r *http.Request, body []byte, key affinity.Key) *picker.Request
+	// Done, if set, is called at the end of every request with what
+	// became of it (logging, metrics).
+	Done func(r *http.Request, res Result, err error)
+}
+
+// ServeHTTP routes one request (see Proxy).
+func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	res, err := p.serve(w, r)
+	if p.Done != nil {
+		p.Done(r, res, err)
+	}
+}
+
+func (p *Proxy) serve(w http.ResponseWriter, r *http.Request) (Result, error) {
+	if p.Driver == nil || p.Upstream == nil {
+		err := fmt.Errorf("%w: Proxy needs a Driver and an Upstream", ErrInvalidConfig)
+		writeError(w, err)
+		return Result{}, err
+	}
+	var ns affinity.Namespace
+	if p.Namespace != nil {
+		ns = p.Namespace(r)
+	}
+	req, err := p.Driver.Layer().RequestFromHeader(ns, r.Header, p.Phase)
+	if err != nil {
+		writeError(w, err)
+		return Result{}, err
+	}
+	body, err := p.readBody(r)
+	if err != nil {
+		writeError(w, err)
+		return Result{}, err
+	}
+	var preq *picker.Request
+	if p.PickerRequest != nil {
+		preq = p.PickerRequest(r, body, req.Session)
+	}
+	var relayed bool
+	res, err := p.Driver.Do(r.Context(), req, preq, p.sender(w, r, body, &relayed))
+	if err != nil && !relayed {
+		writeError(w, err)
+	}
+	return res, err
+}
+
+// writeError answers err: httpoutcome's mapping, and 413 for a body over
+// the limit, 400 for one that could not be read.
+func writeError(w http.ResponseWriter, err error) {
+	var code int
+	switch {
+	case errors.Is(err, ErrBodyTooLarge):
+		code = http.StatusRequestEntityTooLarge
+	case errors.Is(err, errBadBody):
+		code = http.StatusBadRequest
+	default:
+		httpoutcome.WriteError(w, err)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	_, _ = fmt.Fprintf(w, `{"error":{"message":%q,"type":"invalid_request_error","code":%d}}`+"\n", http.StatusText(code), code)
+}
+
+// errBadBody: the request's body could not be read.
+var errBadBody = errors.New("router: reading the request body failed")
+
+func (p *Proxy) readBody(r *http.Request) ([]byte, error) {
+	if r.Body == nil || r.Body == http.NoBody {
+		return nil, nil
+	}
+	defer r.Body.Close()
+	limit := p.MaxBodyBytes
+	if limit <= 0 {
+		limit = DefaultMaxBodyBytes
+	}
+	body, err := io.ReadAll(io.LimitReader(r.Body, limit+1))
+	switch {
+	case err != nil:
+		return nil, fmt.Errorf("%w: %w", errBadBody, err)
+	case int64(len(body)) > limit:
+		return nil, fmt.Errorf("%w: over %d bytes", ErrBodyTooLarge, limit)
+	}
+	return body, nil
+}
+
+// sender returns the Send that forwards r (with body) and relays the
+// worker's answer to w: an accepted one, or an ambiguous one that came with
+// a response (a 502 or 504 from a proxy in front of the engine); it sets
+// *relayed when it relays.
+func (p *Proxy) sender(w http.ResponseWriter, r *http.Request, body []byte, relayed *bool) Send {
+	client := p.Client
+	if client == nil {
+		client = &httpoutcome.Client{}
+	}
+	rankHeader := p.RankHeader
+	if rankHeader == "" {
+		rankHeader = DefaultRankHeader
+	}
+	return func(ctx context.Context, d Dispatch) (placement.Outcome, Relay, error) {
+		base := p.Upstream(d.Target)
+		if base == nil {
+			return placement.DefinitelyNotAccepted, nil, fmt.Errorf("router: no upstream URL for %s", d.Target)
+		}
+		u := *base
+		u.Path = singleJoiningSlash(base.Path, r.URL.Path)
+		u.RawPath = ""
+		u.RawQuery = r.URL.RawQuery
+		out, err := http.NewRequestWithContext(ctx, r.Method, u.String(), bytes.NewReader(body))
+		if err != nil {
+			return placement.DefinitelyNotAccepted, nil, err
+		}
+		out.Header = r.Header.Clone()
+		for _, h := range hopHeaders {
+			out.Header.Del(h)
+		}
+		out.Header.Del(rankHeader)
+		if d.Target.HasRank {
+			out.Header.Set(rankHeader, strconv.Itoa(d.Target.Rank))
+		}
+		out.GetBody = nil // never re-sent by the transport
+		resp, o, err := client.Do(ctx, out, d.AttemptID, nil)
+		if err != nil {
+			return o, nil, err
+		}
+		relay := func() error {
+			*relayed = true
+			return httpoutcome.Relay(w, resp)
+		}
+		switch o {
+		case placement.Accepted:
+			return o, relay, nil
+		case placement.Ambiguous:
+			return o, relay, fmt.Errorf("router: %s answered %s", d.Target, resp.Status)
+		}
+		resp.Body.Close() // a refusal: the request goes elsewhere
+		return o, nil, fmt.Errorf("router: %s refused: %s", d.Target, resp.Status)
+	}
+}
+
+func singleJoiningSlash(a, b string) string {
+	switch as, bs := len(a) > 0 && a[len(a)-1] == '/', len(b) > 0 && b[0] == '/'; {
+	case as && bs:
+		return a + b[1:]
+	case !as && !bs && b != "":
+		return a + "/" + b
+	}
+	return a + b
+}
