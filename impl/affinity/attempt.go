@@ -275,8 +275,13 @@ func (a *Attempt) Complete(o placement.Outcome) error {
 		case placement.DefinitelyNotAccepted:
 			if l.cfg.KeepOnRefusal {
 				// The binding stays (its worker was only busy): this
-				// request goes elsewhere, unpinned.
-				_ = t.lease.Release()
+				// request goes elsewhere, unpinned. A final request
+				// still closes it (F1): the session is over.
+				if t.req.Final {
+					_ = t.lease.Close()
+				} else {
+					_ = t.lease.Release()
+				}
 				t.acq.Done()
 				t.lease, t.acq = placement.Lease[slot]{}, placement.Acquisition[slot]{}
 				t.unpinned(CauseHitRefused)
@@ -313,9 +318,10 @@ func (a *Attempt) Complete(o placement.Outcome) error {
 
 // Done ends whatever the request still holds: an attempt in flight (a
 // placing one is quarantined: its outcome is unknown), the lease on the
-// binding (released; closed for the session's final request, so the
-// binding goes when the last request holding it ends; abandoned, without
-// refreshing the idle TTL, after an unknown outcome), a reservation never
+// binding (released; closed for the session's final request, whatever
+// its outcome, so the binding goes when the last request holding it ends;
+// abandoned, without refreshing the idle TTL, after an unknown outcome), a
+// reservation never
 // dispatched. Done is idempotent.
 func (t *Turn) Done() {
 	if t.st == turnEnded && t.lease == (placement.Lease[slot]{}) && t.acq == (placement.Acquisition[slot]{}) {
@@ -327,12 +333,14 @@ func (t *Turn) Done() {
 	t.flying = nil
 	if t.lease != (placement.Lease[slot]{}) {
 		switch {
-		case t.outcome == placement.Ambiguous:
-			_ = t.lease.Abandon()
 		case t.req.Final && !mutant("FinalInvalidates"):
+			// The session is over whatever became of its final request
+			// (an unknown outcome included): F1 before L2.
 			_ = t.lease.Close()
 		case t.req.Final:
 			_ = t.lease.Invalidate()
+		case t.outcome == placement.Ambiguous:
+			_ = t.lease.Abandon()
 		default:
 			_ = t.lease.Release()
 		}

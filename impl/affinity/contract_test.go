@@ -2142,3 +2142,65 @@ func TestContract_F1_FinalQuarantineIsPhaseLocal(t *testing.T) {
 	}
 	e.requireBound(prefill, wa) // not ended as a final request's binding
 }
+
+// F1 whatever the final request's fate (found by the router kit's probe):
+// refused by its bound worker under KeepOnRefusal, timed out on its hit,
+// or arriving while the session is quarantined, the session's final
+// request still ends its binding (a later Resolve Accepted of the
+// quarantine binds nothing that outlives the session).
+func TestContract_F1_FinalRequestClosesWhateverItsFate(t *testing.T) {
+	t.Run("refused under KeepOnRefusal", func(t *testing.T) {
+		e := newEnv(t, affinity.ModeSoft, func(c *affinity.Config) { c.KeepOnRefusal = true })
+		r := e.req("s")
+		e.bind(r, wa)
+		final := r
+		final.Final = true
+		tr := e.start(final)
+		a, err := tr.Dispatch(wa)
+		require.NoError(t, err)
+		require.True(t, a.Hit())
+		require.ErrorIs(t, a.Complete(placement.DefinitelyNotAccepted), placement.ErrNotAccepted)
+		require.Equal(t, affinity.CauseHitRefused, tr.Unpinned())
+		a, err = tr.Dispatch(wb)
+		require.NoError(t, err)
+		require.NoError(t, a.Complete(placement.Accepted))
+		tr.Done()
+		e.requireUnbound(r)
+		require.Zero(t, e.l.Stats().Live)
+	})
+	t.Run("timed out on its hit", func(t *testing.T) {
+		e := newEnv(t, affinity.ModeSoft)
+		r := e.req("s")
+		e.bind(r, wa)
+		other := e.start(r) // a lease held throughout
+		final := r
+		final.Final = true
+		tr := e.start(final)
+		a, err := tr.Dispatch(wa)
+		require.NoError(t, err)
+		require.ErrorIs(t, a.Complete(placement.Ambiguous), affinity.ErrOutcomeUnknown)
+		tr.Done()
+		e.requireBound(r, wa) // other still holds it
+		other.Done()
+		e.requireUnbound(r)
+	})
+	t.Run("the session quarantined", func(t *testing.T) {
+		e := newEnv(t, affinity.ModeSoft)
+		r := e.req("s")
+		e.ambiguous(r, wa)
+		final := r
+		final.Final = true
+		tr := e.start(final)
+		require.Equal(t, affinity.CauseQuarantined, tr.Unpinned())
+		a, err := tr.Dispatch(wb)
+		require.NoError(t, err)
+		require.NoError(t, a.Complete(placement.Accepted))
+		tr.Done()
+		qs := e.l.Quarantined()
+		require.Len(t, qs, 1)
+		require.True(t, qs[0].Final, "the quarantine is now the final request's")
+		require.NoError(t, e.l.Resolve(qs[0], placement.ResolveAccepted))
+		e.requireUnbound(r)
+		require.Zero(t, e.l.Stats().Live)
+	})
+}

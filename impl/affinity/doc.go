@@ -105,7 +105,12 @@
 //	     (Ambiguous on a hit)                                  binding kept; timeouts alone never
 //	                                                           move it (the health check does: Fail)
 //	F1   the session's final request              -            the binding closes when the last      same as soft
-//	                                                           request holding it ends
+//	                                                           request holding it ends, whatever
+//	                                                           the final request's outcome (a
+//	                                                           timeout, a refusal kept by
+//	                                                           KeepOnRefusal); found quarantined,
+//	                                                           it is served unpinned and a later
+//	                                                           Resolve Accepted binds nothing
 //	M1   a request moved MaxMoves times           -            unpinned (CauseMovesExhausted)        same as soft
 //
 // Why quarantines differ by mode (Q1): engines such as vLLM and SGLang have

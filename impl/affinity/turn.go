@@ -268,6 +268,12 @@ func (t *Turn) acquire(ctx context.Context) error {
 				l.stats.errors.Add(1)
 				return quarantined(amb, t.c.Now())
 			}
+			if t.req.Final {
+				// The session's final request is served unpinned: a
+				// Resolve that binds the quarantined attempt ends the
+				// binding at once (F1), as for a final placing dispatch.
+				l.finalQ[t.req.Phase].Store(amb.Attempt, struct{}{})
+			}
 			t.unpinned(CauseQuarantined)
 			return nil
 		case errors.Is(err, placement.ErrCapacity):

@@ -797,7 +797,7 @@ func completeOne(s State, in Input) result {
 func done(s State, c int) result {
 	cl := &s.C[c]
 	switch {
-	case cl.Lease && cl.Amb:
+	case cl.Lease && cl.Amb && !cl.Final:
 		s.endLease(c, false) // Abandon
 	case cl.Lease:
 		s.endLease(c, cl.Final) // Close for the final request, else Release
