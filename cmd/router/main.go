@@ -208,6 +208,7 @@ func newKit(workers []worker, o options) (*kit, error) {
 	mux.Handle("/", &router.Proxy{Driver: k.driver, Upstream: upstream, Client: &httpoutcome.Client{Transport: k.tr},
 		Namespace: func(*http.Request) affinity.Namespace { return affinity.Namespace{Model: o.model} }})
 	k.handler = mux
+	k.health.Pass(context.Background()) // the members, before the first request
 	return k, nil
 }
 

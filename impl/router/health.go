@@ -371,7 +371,9 @@ func (h *Health) check(ctx context.Context, ep Endpoint) report {
 }
 
 // Run passes every Interval until ctx ends, the first pass at once; it
-// returns ctx's error.
+// returns ctx's error. Run usually runs in its own goroutine, so call Pass
+// once before serving: until a pass has joined the workers, the layer has
+// no members and every request fails with affinity.ErrNoCandidates (503).
 func (h *Health) Run(ctx context.Context) error {
 	t := time.NewTicker(h.cfg.Interval)
 	defer t.Stop()

@@ -58,7 +58,12 @@ type Proxy struct {
 	Phase affinity.Phase
 	// Upstream returns the base URL of a target's worker (required).
 	Upstream func(affinity.Target) *url.URL
-	// Client forwards and classifies (nil: the zero httpoutcome.Client).
+	// Client forwards and classifies (nil: the zero httpoutcome.Client,
+	// over http.DefaultTransport). A later turn carries no dispatch
+	// deadline (only a placing dispatch has one), so a worker that hangs on
+	// it holds the request until the client leaves: give the transport a
+	// ResponseHeaderTimeout (its answer is then Ambiguous: a 504, the
+	// binding kept) and an IdleConnTimeout below the workers' keep-alive.
 	Client *httpoutcome.Client
 	// RankHeader names the data-parallel rank header ("" means
 	// DefaultRankHeader).
