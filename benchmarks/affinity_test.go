@@ -7,6 +7,7 @@ import (
 
 	"github.com/placementlab/placement/impl/affinity"
 	"github.com/placementlab/placement/impl/placement"
+	"github.com/placementlab/placement/impl/router"
 )
 
 // BenchmarkAffinity measures a later turn's hot path from the request's
@@ -17,7 +18,11 @@ import (
 //   - affinity: impl/affinity's RequestFromHeader (validation, the
 //     namespace's SHA-256 key), Start (the hit), Eligible over 8 ranked
 //     candidates, Dispatch, Complete(Accepted) and Done;
-//   - affinity-key: RequestFromHeader alone (the key's share of the cost).
+//   - affinity-key: RequestFromHeader alone (the key's share of the cost);
+//   - driver: the router kit's one call per request, impl/router's
+//     Driver.Do in its default configuration (candidates: every rank of
+//     every member, in-flight counts, the default picker), after
+//     RequestFromHeader, with a transport that accepts at once.
 //
 // The benchtable reports affinity's ns/op as a ratio to core's.
 func BenchmarkAffinity(b *testing.B) {
@@ -98,6 +103,28 @@ func BenchmarkAffinity(b *testing.B) {
 		b.ReportAllocs()
 		for i := 0; i < b.N; i++ {
 			turn(b, false)
+		}
+	})
+	b.Run("hit/driver", func(b *testing.B) {
+		d, err := router.New(router.Config{Layer: l})
+		if err != nil {
+			b.Fatal(err)
+		}
+		relay := func() error { return nil }
+		send := func(context.Context, router.Dispatch) (placement.Outcome, router.Relay, error) {
+			return placement.Accepted, relay, nil
+		}
+		b.ReportAllocs()
+		b.ResetTimer()
+		for i := 0; i < b.N; i++ {
+			req, err := l.RequestFromHeader(ns, h, affinity.PhaseDecode)
+			if err != nil {
+				b.Fatal(err)
+			}
+			res, err := d.Do(ctx, req, nil, send)
+			if err != nil || !res.Hit {
+				b.Fatal("no hit", err)
+			}
 		}
 	})
 	b.Run("hit/affinity-key", func(b *testing.B) {

@@ -2204,3 +2204,21 @@ func TestContract_F1_FinalRequestClosesWhateverItsFate(t *testing.T) {
 		require.Zero(t, e.l.Stats().Live)
 	})
 }
+
+// Targets lists every rank of every member that is up (worker-only for a
+// member without ranks), sorted, and follows the membership.
+func TestTargets(t *testing.T) {
+	e := newBareEnv(t, affinity.ModeSoft)
+	require.Empty(t, e.l.Targets())
+	_, err := e.l.Join(affinity.Worker{ID: "b", Identity: "1", FirstRank: 2, Ranks: 2})
+	require.NoError(t, err)
+	e.join("a", "1", 0)
+	require.Equal(t, []affinity.Target{affinity.WorkerOnly("a"), affinity.Ranked("b", 2), affinity.Ranked("b", 3)}, e.l.Targets())
+	ts := e.l.Targets()
+	ts[0] = affinity.WorkerOnly("z") // a copy
+	require.NoError(t, e.l.Fail("b"))
+	require.Equal(t, []affinity.Target{affinity.WorkerOnly("a")}, e.l.Targets())
+	e.join("b", "1", 0) // back, same identity, no ranks now
+	require.NoError(t, e.l.Leave("a"))
+	require.Equal(t, []affinity.Target{affinity.WorkerOnly("b")}, e.l.Targets())
+}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"net/http"
+	"sort"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -115,12 +116,14 @@ const (
 // choice, eligibility, and the core's lifecycle underneath. It is safe for
 // concurrent use.
 type Layer struct {
-	cfg   Config
-	mem   *membership
-	core  [numPhases]*placement.Coordinator[slot]
-	door  [numPhases]*doorkeeper
-	admit int // a phase table's Len at which second-turn admission starts
-	stats counters
+	cfg Config
+	mem *membership
+	// targets caches Targets' list for the membership's current snapshot.
+	targets atomic.Pointer[targetList]
+	core    [numPhases]*placement.Coordinator[slot]
+	door    [numPhases]*doorkeeper
+	admit   int // a phase table's Len at which second-turn admission starts
+	stats   counters
 	// finalQ holds the attempts of final requests whose placing dispatch
 	// ended ambiguous: a Resolve that binds one ends the binding at once
 	// (the session is over). Entries leave when their quarantine ends.
@@ -300,6 +303,43 @@ func (l *Layer) Workers() []WorkerInfo {
 	}
 	sortWorkers(out)
 	return out
+}
+
+// Targets returns the targets a request may be dispatched to now: every
+// rank of every member that is up (a worker-only target for a member that
+// serves no ranks), sorted by worker id, then rank. It is a router's list of
+// candidates before its own load signals; it reads the membership's
+// snapshot (the list is computed once per membership change) and returns
+// a copy the caller may change.
+func (l *Layer) Targets() []Target {
+	snap := l.mem.snap.Load()
+	c := l.targets.Load()
+	if c == nil || c.snap != snap {
+		c = &targetList{snap: snap}
+		for _, m := range *snap {
+			switch {
+			case m.failed:
+			case m.Ranks == 0:
+				c.ts = append(c.ts, WorkerOnly(m.ID))
+			default:
+				for r := m.FirstRank; r < m.FirstRank+m.Ranks; r++ {
+					c.ts = append(c.ts, Ranked(m.ID, r))
+				}
+			}
+		}
+		sort.Slice(c.ts, func(i, j int) bool {
+			a, b := c.ts[i], c.ts[j]
+			return a.Worker < b.Worker || (a.Worker == b.Worker && a.Rank < b.Rank)
+		})
+		l.targets.Store(c)
+	}
+	return append([]Target(nil), c.ts...)
+}
+
+// targetList is Targets' list for one membership snapshot.
+type targetList struct {
+	snap *members
+	ts   []Target
 }
 
 // Bound returns how many sessions are bound to t now (a worker-only t:

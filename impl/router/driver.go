@@ -418,6 +418,7 @@ func (d *Driver) choose(turn *affinity.Turn, p affinity.Phase, preq *picker.Requ
 			j++
 		}
 	}
+	d.withBound(p, cs)
 	c, err := d.pipe.Pick(preq, cs)
 	if err != nil {
 		return affinity.Target{}, err
@@ -434,31 +435,30 @@ func contains(ws []string, w string) bool {
 	return false
 }
 
-// candidates returns the phase's candidates (see Config.Candidates).
+// candidates returns the phase's candidates (see Config.Candidates). The
+// default ones carry InFlight and Overloaded; their Bound is filled by
+// withBound, only when the pipeline runs (a hit needs no session counts).
 func (d *Driver) candidates(p affinity.Phase) []picker.Candidate {
 	if d.cfg.Candidates != nil {
 		return append([]picker.Candidate(nil), d.cfg.Candidates(p)...)
 	}
-	var out []picker.Candidate
-	l := d.cfg.Layer
-	add := func(t affinity.Target) {
+	ts := d.cfg.Layer.Targets()
+	out := make([]picker.Candidate, len(ts))
+	for i, t := range ts {
 		n := d.InFlight(t)
-		out = append(out, picker.Candidate{Target: t, InFlight: n, Bound: l.Bound(p, t),
-			Overloaded: d.cfg.MaxInFlight > 0 && n >= d.cfg.MaxInFlight})
-	}
-	for _, w := range l.Workers() {
-		if w.State != affinity.WorkerUp {
-			continue
-		}
-		if w.Ranks == 0 {
-			add(affinity.WorkerOnly(w.ID))
-			continue
-		}
-		for r := w.FirstRank; r < w.FirstRank+w.Ranks; r++ {
-			add(affinity.Ranked(w.ID, r))
-		}
+		out[i] = picker.Candidate{Target: t, InFlight: n, Overloaded: d.cfg.MaxInFlight > 0 && n >= d.cfg.MaxInFlight}
 	}
 	return out
+}
+
+// withBound fills the default candidates' Bound from the layer.
+func (d *Driver) withBound(p affinity.Phase, cs []picker.Candidate) {
+	if d.cfg.Candidates != nil {
+		return
+	}
+	for i := range cs {
+		cs[i].Bound = d.cfg.Layer.Bound(p, cs[i].Target)
+	}
 }
 
 func (d *Driver) counter(t affinity.Target) *atomic.Int64 {
