@@ -5,23 +5,13 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/anishathalye/porcupine"
+	"github.com/placementlab/placement/linearizability/histfile"
 )
-
-// envInt reads the first of names that is set to a positive integer.
-func envInt(def int, names ...string) int {
-	for _, n := range names {
-		if v, err := strconv.Atoi(os.Getenv(n)); err == nil && v > 0 {
-			return v
-		}
-	}
-	return def
-}
 
 // CheckLimit bounds one Porcupine check: a linearizable history checks in
 // well under a second; one that has not decided by then counts as a
@@ -38,7 +28,7 @@ func checkRun(t *testing.T, run *Run) porcupine.CheckResult {
 		timeout = 2 * time.Second // only for the report's annotations
 	}
 	start := time.Now()
-	res, info, m := h.Check(timeout)
+	res, info, m := Check(&h, timeout)
 	t.Logf("seed %d: checked %d operations in %v: %s", run.Plan.Seed, len(run.History), time.Since(start).Round(time.Millisecond), res)
 	if run.Stuck > 0 {
 		res, h.Note = porcupine.Illegal, fmt.Sprintf("%d Starts waited %v: lost wake-up", run.Stuck, WaitLimit)
@@ -68,9 +58,9 @@ func checkRun(t *testing.T, run *Run) porcupine.CheckResult {
 // client) scale it (LINEARIZABILITY_SEED and LINEARIZABILITY_SEEDS, as the
 // bug zoo sets them, too). It stops at the first failing seed.
 func TestLinearizable(t *testing.T) {
-	seeds := envInt(10, "AFFINITYLIN_SEEDS", "LINEARIZABILITY_SEEDS")
-	ops := envInt(100, "AFFINITYLIN_OPS")
-	first := uint64(envInt(1, "AFFINITYLIN_SEED", "LINEARIZABILITY_SEED"))
+	seeds := histfile.EnvInt(10, "AFFINITYLIN_SEEDS", "LINEARIZABILITY_SEEDS")
+	ops := histfile.EnvInt(100, "AFFINITYLIN_OPS")
+	first := uint64(histfile.EnvInt(1, "AFFINITYLIN_SEED", "LINEARIZABILITY_SEED"))
 	var cov Coverage
 	began := time.Now()
 	// A loaded machine schedules fewer races: a run too thin for the
@@ -147,7 +137,7 @@ func TestRecheckSaved(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		res, _, _ := h.Check(60 * time.Second)
+		res, _, _ := Check(h, 60*time.Second)
 		if string(res) != h.Result {
 			t.Errorf("%s: re-checked %s, saved as %s", f, res, h.Result)
 		}

@@ -2,11 +2,11 @@ package affinitylin
 
 import (
 	"os"
-
-	"github.com/anishathalye/porcupine"
 	"sort"
 	"testing"
 	"time"
+
+	"github.com/placementlab/placement/linearizability/histfile"
 )
 
 // TestExplain prints, for the history in AFFINITYLIN_EXPLAIN (a saved
@@ -22,26 +22,14 @@ func TestExplain(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, info, _ := h.Check(time.Minute)
+	res, info, _ := Check(h, time.Minute)
 	t.Logf("result %s", res)
 	ops := h.Operations()
 	// The shortest prefix that is not linearizable: the calls that
 	// returned by time T, for the least such T.
-	sorted := append([]porcupine.Operation(nil), ops...)
-	sort.Slice(sorted, func(i, j int) bool { return sorted[i].Return < sorted[j].Return })
-	lo, hi := 1, len(sorted)
-	for lo < hi {
-		mid := (lo + hi) / 2
-		if r := porcupine.CheckOperations(NewModel(h.Plan.Hard), sorted[:mid]); r {
-			lo = mid + 1
-		} else {
-			hi = mid
-		}
-	}
-	sort.Slice(sorted[:lo], func(i, j int) bool { return sorted[i].Call < sorted[j].Call })
-	t.Logf("shortest illegal prefix: %d operations; the last ones:", lo)
-	for i := max(0, lo-40); i < lo && i < len(sorted); i++ {
-		op := sorted[i]
+	prefix := histfile.ShortestIllegalPrefix(NewModel(h.Plan.Hard), ops)
+	t.Logf("shortest illegal prefix: %d operations; the last ones:", len(prefix))
+	for _, op := range prefix[max(0, len(prefix)-40):] {
 		t.Logf("  [%d,%d] %s", op.Call, op.Return, Describe(op.Input.(Input), op.Output.(Output)))
 	}
 	var best []int

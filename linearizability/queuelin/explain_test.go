@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/anishathalye/porcupine"
+	"github.com/placementlab/placement/linearizability/histfile"
 )
 
 // TestExplain prints, for the history in QUEUELIN_EXPLAIN (a saved
@@ -23,23 +23,11 @@ func TestExplain(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, info, _ := h.Check(time.Minute)
+	res, info, _ := Check(h, time.Minute)
 	t.Logf("result %s", res)
 	ops := h.Operations()
-	sorted := append([]porcupine.Operation(nil), ops...)
-	sort.Slice(sorted, func(i, j int) bool { return sorted[i].Return < sorted[j].Return })
-	lo, hi := 1, len(sorted)
-	for lo < hi {
-		mid := (lo + hi) / 2
-		if porcupine.CheckOperations(NewModel(h.Plan.Limits), sorted[:mid]) {
-			lo = mid + 1
-		} else {
-			hi = mid
-		}
-	}
-	prefix := append([]porcupine.Operation(nil), sorted[:min(lo, len(sorted))]...)
-	sort.Slice(prefix, func(i, j int) bool { return prefix[i].Call < prefix[j].Call })
-	t.Logf("shortest illegal prefix: %d operations; the last ones:", lo)
+	prefix := histfile.ShortestIllegalPrefix(NewModel(h.Plan.Limits), ops)
+	t.Logf("shortest illegal prefix: %d operations; the last ones:", len(prefix))
 	for _, op := range prefix[max(0, len(prefix)-30):] {
 		t.Logf("  [%d,%d] %s", op.Call, op.Return, Describe(op.Input.(Input), op.Output.(Output)))
 	}

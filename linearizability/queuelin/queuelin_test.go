@@ -5,24 +5,14 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strconv"
 	"testing"
 	"time"
 
 	"github.com/anishathalye/porcupine"
+	"github.com/placementlab/placement/linearizability/histfile"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
-
-// envInt reads the first of names that is set to a positive integer.
-func envInt(def int, names ...string) int {
-	for _, n := range names {
-		if v, err := strconv.Atoi(os.Getenv(n)); err == nil && v > 0 {
-			return v
-		}
-	}
-	return def
-}
 
 // CheckLimit bounds one Porcupine check: a linearizable history checks in
 // well under a second; one that has not decided by then counts as a
@@ -39,7 +29,7 @@ func checkRun(t *testing.T, run *Run) porcupine.CheckResult {
 		timeout = 2 * time.Second // only for the report's annotations
 	}
 	start := time.Now()
-	res, info, m := h.Check(timeout)
+	res, info, m := Check(&h, timeout)
 	t.Logf("seed %d: checked %d operations in %v: %s", run.Plan.Seed, len(run.History), time.Since(start).Round(time.Millisecond), res)
 	if run.Stuck > 0 {
 		res, h.Note = porcupine.Illegal, fmt.Sprintf("%d Waits waited %v: lost wake-up or leaked slot", run.Stuck, WaitLimit)
@@ -69,9 +59,9 @@ func checkRun(t *testing.T, run *Run) porcupine.CheckResult {
 // scale it (LINEARIZABILITY_SEED and LINEARIZABILITY_SEEDS, as the bug zoo
 // sets them, too). It stops at the first failing seed.
 func TestLinearizable(t *testing.T) {
-	seeds := envInt(12, "QUEUELIN_SEEDS", "LINEARIZABILITY_SEEDS")
-	ops := envInt(80, "QUEUELIN_OPS")
-	first := uint64(envInt(1, "QUEUELIN_SEED", "LINEARIZABILITY_SEED"))
+	seeds := histfile.EnvInt(12, "QUEUELIN_SEEDS", "LINEARIZABILITY_SEEDS")
+	ops := histfile.EnvInt(80, "QUEUELIN_OPS")
+	first := uint64(histfile.EnvInt(1, "QUEUELIN_SEED", "LINEARIZABILITY_SEED"))
 	var cov Coverage
 	began := time.Now()
 	for seed := first; seed < first+uint64(seeds); seed++ {
@@ -125,7 +115,7 @@ func TestRecheckSaved(t *testing.T) {
 	for _, f := range files {
 		h, err := ReadHistory(f)
 		require.NoError(t, err)
-		res, _, _ := h.Check(60 * time.Second)
+		res, _, _ := Check(h, 60*time.Second)
 		assert.Equal(t, h.Result, string(res), f)
 	}
 }

@@ -1,0 +1,47 @@
+package histfile
+
+import (
+	"path/filepath"
+	"testing"
+
+	"github.com/anishathalye/porcupine"
+	"github.com/stretchr/testify/require"
+)
+
+// A register: Input is a write (>= 0) or a read (-1); Output what a read saw.
+var register = porcupine.Model{
+	Init: func() any { return 0 },
+	Step: func(state, input, output any) (bool, any) {
+		if in := input.(int); in >= 0 {
+			return true, in
+		}
+		return output.(int) == state.(int), state
+	},
+}
+
+type plan struct{ Seed uint64 }
+
+// A history written by WriteReport reads back with Read into the same
+// operations, re-checks to the same result, and has its visualization; the
+// shortest illegal prefix ends at the stale read.
+func TestReportRoundTrip(t *testing.T) {
+	ops := []porcupine.Operation{
+		{ClientId: 0, Input: 1, Output: 0, Call: 0, Return: 10},
+		{ClientId: 1, Input: -1, Output: 1, Call: 20, Return: 30},
+		{ClientId: 1, Input: -1, Output: 0, Call: 40, Return: 50}, // stale
+		{ClientId: 0, Input: 2, Output: 0, Call: 60, Return: 70},
+	}
+	res, info := porcupine.CheckOperationsVerbose(register, ops, 0)
+	require.Equal(t, porcupine.Illegal, res)
+	h := Record[plan, int, int](plan{Seed: 7}, ops, res, "a stale read")
+	dir, err := WriteReport(t.TempDir(), "register", 7, h, info, register)
+	require.NoError(t, err)
+	require.FileExists(t, filepath.Join(dir, "history.html"))
+	back, err := Read[plan, int, int](filepath.Join(dir, "history.json"))
+	require.NoError(t, err)
+	require.Equal(t, h, *back)
+	require.Equal(t, ops, back.Operations())
+	require.False(t, porcupine.CheckOperations(register, back.Operations()))
+	require.Len(t, ShortestIllegalPrefix(register, ops), 3)
+	require.Equal(t, 5, EnvInt(5, "HISTFILE_TEST_UNSET"))
+}
