@@ -16,6 +16,7 @@ import (
 	"github.com/placementlab/placement/impl/affinity"
 	"github.com/placementlab/placement/impl/placement"
 	"github.com/placementlab/placement/internal/testhooks"
+	"github.com/placementlab/placement/linearizability/histfile"
 )
 
 // Plan is a concurrent run drawn from a seed.
@@ -113,25 +114,14 @@ var idents = [2]string{"a", "b"}
 
 func workerName(w int) string { return fmt.Sprintf("w%d", w) }
 
-// client is one goroutine's recorder.
-type recorder struct {
-	id    int
-	start time.Time
-	hist  []porcupine.Operation
-	cov   Coverage
-	in    atomic.Pointer[Input]
-}
+// recorder is one client's recorder.
+type recorder = histfile.Recorder[Input, Output]
 
-func (r *recorder) do(in Input, f func() Output) Output {
-	in.Client = r.id
-	r.in.Store(&in)
-	call := time.Since(r.start).Nanoseconds()
-	out := f()
-	ret := time.Since(r.start).Nanoseconds()
-	r.in.Store(nil)
-	r.hist = append(r.hist, porcupine.Operation{ClientId: r.id, Input: in, Output: out, Call: call, Return: ret})
-	return out
-}
+// stamp writes the client's number into a recorded call's input.
+func stamp(in *Input, client int) { in.Client = client }
+
+// describeCall describes a call in flight.
+func describeCall(in Input) string { return Describe(in, Output{}) }
 
 func classify(err error) ErrKind {
 	var uo *affinity.UnknownOutcomeError
@@ -219,233 +209,210 @@ func Execute(plan Plan) (*Run, error) {
 	}
 	prev := runtime.GOMAXPROCS(plan.Procs)
 	defer runtime.GOMAXPROCS(prev)
-	begin := time.Now()
+	clients := histfile.NewClients[Input, Output](plan.Clients, stamp)
 	traceMu.Lock()
-	traceBegin, trace = begin, nil
+	traceBegin, trace = clients.Start(), nil
 	traceMu.Unlock()
 	// The initial members, joined before the clients start (client 0's
 	// first operations).
-	setup := &recorder{id: 0, start: begin}
+	setup := clients.Client(0)
 	for w := 0; w < plan.Workers; w++ {
-		setup.do(Input{Op: OpJoin, Worker: w}, func() Output {
+		setup.Do(Input{Op: OpJoin, Worker: w}, func() Output {
 			kind, err := layer.Join(affinity.Worker{ID: workerName(w), Identity: idents[0]})
 			o := errOut(err)
 			o.Join = int(kind)
 			return o
 		})
 	}
-	recs := make([]*recorder, plan.Clients)
 	runCtx, abort := context.WithCancel(context.Background())
 	defer abort()
 	var leases [MaxKeys]atomic.Int32 // requests holding a lease on each key (for coverage)
-	var stuck atomic.Int32
-	var wg sync.WaitGroup
-	for c := range recs {
-		recs[c] = &recorder{id: c, start: begin}
-		if c == 0 {
-			recs[c].hist = setup.hist
+	var stuck, closesWhileLeased atomic.Int32
+	clients.Go(func(r *recorder) {
+		rng := rand.New(rand.NewPCG(plan.Seed, uint64(r.ID())+1))
+		jitter := func() {
+			switch j := rng.IntN(40); {
+			case j < 6:
+				runtime.Gosched()
+			case j == 6:
+				time.Sleep(time.Duration(1+rng.IntN(30)) * time.Microsecond)
+			}
 		}
-		wg.Add(1)
-		go func(r *recorder) {
-			defer wg.Done()
-			rng := rand.New(rand.NewPCG(plan.Seed, uint64(r.id)+1))
-			jitter := func() {
-				switch j := rng.IntN(40); {
-				case j < 6:
-					runtime.Gosched()
-				case j == 6:
-					time.Sleep(time.Duration(1+rng.IntN(30)) * time.Microsecond)
+		membership := func(w int) {
+			switch j := rng.IntN(20); {
+			case j < 11:
+				id := 0
+				if rng.IntN(4) == 0 {
+					id = 1
 				}
-			}
-			membership := func(w int) {
-				switch j := rng.IntN(20); {
-				case j < 11:
-					id := 0
-					if rng.IntN(4) == 0 {
-						id = 1
-					}
-					r.do(Input{Op: OpJoin, Worker: w, Ident: id}, func() Output {
-						kind, err := layer.Join(affinity.Worker{ID: workerName(w), Identity: idents[id]})
-						o := errOut(err)
-						o.Join = int(kind)
-						return o
-					})
-				case j < 17:
-					r.do(Input{Op: OpFail, Worker: w}, func() Output { return errOut(layer.Fail(workerName(w))) })
-				default:
-					r.do(Input{Op: OpLeave, Worker: w}, func() Output { return errOut(layer.Leave(workerName(w))) })
-				}
-			}
-			churn := plan.Churn && r.id == 0
-			n := plan.Ops
-			if churn {
-				n *= 2
-			}
-			for i := 0; i < n && runCtx.Err() == nil; i++ {
-				jitter()
-				if churn {
-					membership(0)
-					continue
-				}
-				if rng.IntN(10) == 0 {
-					membership(rng.IntN(plan.Workers))
-					continue
-				}
-				k := rng.IntN(plan.Keys)
-				req := affinity.Request{Session: keys[k], Final: rng.IntN(5) == 0}
-				in := Input{Op: OpStart, Key: k, Pin: -1, Final: req.Final}
-				if rng.IntN(5) == 0 {
-					in.Pin = rng.IntN(plan.Workers)
-					req.Pin, req.HasPin = affinity.WorkerOnly(workerName(in.Pin)), true
-				}
-				var turn *affinity.Turn
-				var gaveUp []bool // the leases the Start took and gave up (testhooks.StartGaveUp)
-				out := r.do(in, func() Output {
-					ctx, cancel := context.WithTimeout(context.WithValue(runCtx, gaveUpKey{}, &gaveUp), WaitLimit)
-					defer cancel()
-					t, err := layer.Start(ctx, req)
-					if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-						stuck.Add(1)
-						abort()
-					}
-					if err != nil {
-						return errOut(err)
-					}
-					turn = t
-					return Output{View: viewOf(t)}
-				})
-				// The leases the Start took and gave up meanwhile (see
-				// OpStartHit and OpStartMove), as the layer reported them.
-				last := r.hist[len(r.hist)-1]
-				sin := last.Input.(Input)
-				sin.Moves = len(gaveUp)
-				r.hist[len(r.hist)-1].Input = sin
-				for j, inv := range gaveUp {
-					for _, op := range []Op{OpStartHit, OpStartMove} {
-						r.hist = append(r.hist, porcupine.Operation{ClientId: r.id + 2*MaxClients,
-							Input: Input{Op: op, Client: r.id, Key: k, Slot: j, Invalidated: inv}, Output: Output{View: View{Bound: -1}},
-							Call: last.Call, Return: last.Return})
-					}
-				}
-				if turn == nil {
-					continue
-				}
-				holding := out.View.Bound >= 0
-				if holding {
-					leases[k].Add(1)
-				}
-				jitter()
-				var chosen []affinity.Candidate
-				out = r.do(Input{Op: OpEligible}, func() Output {
-					cs, err := turn.Eligible(cands, nil)
+				r.Do(Input{Op: OpJoin, Worker: w, Ident: id}, func() Output {
+					kind, err := layer.Join(affinity.Worker{ID: workerName(w), Identity: idents[id]})
 					o := errOut(err)
-					o.View = viewOf(turn)
-					for _, c := range cs {
-						o.Cands |= 1 << workerIndex(c.Target.Worker)
-					}
-					chosen = cs
+					o.Join = int(kind)
 					return o
 				})
-				var att *affinity.Attempt
-				if out.Err == ErrNone {
-					jitter()
-					t := rng.IntN(plan.Workers)
-					switch {
-					case in.Pin >= 0 && rng.IntN(6) != 0:
-						t = in.Pin
-					case plan.Churn && rng.IntN(2) == 0:
-						t = 0
-					case rng.IntN(2) == 0 && len(chosen) > 0:
-						t = workerIndex(chosen[0].Target.Worker)
-					}
-					before := viewOf(turn)
-					out = r.do(Input{Op: OpDispatch, Worker: t}, func() Output {
-						a, err := turn.Dispatch(affinity.WorkerOnly(workerName(t)))
-						o := errOut(err)
-						o.View = viewOf(turn)
-						if a != nil {
-							att = a
-							o.Target = workerIndex(a.Target().Worker)
-							switch {
-							case a.Hit():
-								o.Att = AttHit
-							case a.ID() != 0:
-								o.Att = AttPlacing
-							default:
-								o.Att = AttUnpinned
-							}
-						}
-						return o
-					})
-					if !plan.Hard && before.Bound >= 0 && before.Bound != t && (out.Err == ErrNone || out.View.Placing) {
-						// The Dispatch moved the binding: record its
-						// invalidation as an operation of its own over the
-						// same interval (see OpMove).
-						last := r.hist[len(r.hist)-1]
-						r.hist = append(r.hist, porcupine.Operation{ClientId: r.id + MaxClients,
-							Input: Input{Op: OpMove, Client: r.id}, Output: Output{View: View{Bound: -1}},
-							Call: last.Call, Return: last.Return})
-					}
-				}
-				if att != nil {
-					if rng.IntN(4) == 0 {
-						time.Sleep(time.Duration(1+rng.IntN(20)) * time.Microsecond) // let a racing membership change finish
-					} else {
-						jitter()
-					}
-					outcome := Accepted
-					switch j := rng.IntN(20); {
-					case j < 4:
-						outcome = NotAccepted
-					case j == 4:
-						outcome = Ambiguous
-					}
-					out = r.do(Input{Op: OpComplete, Outcome: outcome}, func() Output {
-						o := errOut(att.Complete(placement.Outcome(outcome + 1)))
-						if o.Err == ErrQuarantined {
-							o.Err = ErrAmbiguous // a placing dispatch's quarantine: *QuarantinedError
-						}
-						o.View = viewOf(turn)
-						return o
-					})
-					if !holding && out.View.Bound >= 0 {
-						holding = true
-						leases[k].Add(1)
-					}
-				}
-				if holding && rng.IntN(3) == 0 {
-					time.Sleep(time.Duration(1+rng.IntN(40)) * time.Microsecond) // hold the lease a while
-				}
-				jitter()
-				if req.Final && holding && leases[k].Load() >= 2 {
-					r.cov.ClosesWhileLeased++
-				}
-				r.do(Input{Op: OpDone}, func() Output { turn.Done(); return Output{View: View{Bound: -1}} })
-				if holding {
-					leases[k].Add(-1)
-				}
-			}
-		}(recs[c])
-	}
-	finished := make(chan struct{})
-	go func() { wg.Wait(); close(finished) }()
-	select {
-	case <-finished:
-	case <-time.After(RunLimit):
-		abort()
-		var blocked []string
-		for _, r := range recs {
-			if in := r.in.Load(); in != nil {
-				blocked = append(blocked, Describe(*in, Output{}))
+			case j < 17:
+				r.Do(Input{Op: OpFail, Worker: w}, func() Output { return errOut(layer.Fail(workerName(w))) })
+			default:
+				r.Do(Input{Op: OpLeave, Worker: w}, func() Output { return errOut(layer.Leave(workerName(w))) })
 			}
 		}
+		churn := plan.Churn && r.ID() == 0
+		n := plan.Ops
+		if churn {
+			n *= 2
+		}
+		for i := 0; i < n && runCtx.Err() == nil; i++ {
+			jitter()
+			if churn {
+				membership(0)
+				continue
+			}
+			if rng.IntN(10) == 0 {
+				membership(rng.IntN(plan.Workers))
+				continue
+			}
+			k := rng.IntN(plan.Keys)
+			req := affinity.Request{Session: keys[k], Final: rng.IntN(5) == 0}
+			in := Input{Op: OpStart, Key: k, Pin: -1, Final: req.Final}
+			if rng.IntN(5) == 0 {
+				in.Pin = rng.IntN(plan.Workers)
+				req.Pin, req.HasPin = affinity.WorkerOnly(workerName(in.Pin)), true
+			}
+			var turn *affinity.Turn
+			var gaveUp []bool // the leases the Start took and gave up (testhooks.StartGaveUp)
+			out := r.Do(in, func() Output {
+				ctx, cancel := context.WithTimeout(context.WithValue(runCtx, gaveUpKey{}, &gaveUp), WaitLimit)
+				defer cancel()
+				t, err := layer.Start(ctx, req)
+				if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+					stuck.Add(1)
+					abort()
+				}
+				if err != nil {
+					return errOut(err)
+				}
+				turn = t
+				return Output{View: viewOf(t)}
+			})
+			// The leases the Start took and gave up meanwhile (see
+			// OpStartHit and OpStartMove), as the layer reported them.
+			last := r.Last()
+			sin := last.Input.(Input)
+			sin.Moves = len(gaveUp)
+			last.Input = sin
+			call, ret := last.Call, last.Return
+			for j, inv := range gaveUp {
+				for _, op := range []Op{OpStartHit, OpStartMove} {
+					r.Add(porcupine.Operation{ClientId: r.ID() + 2*MaxClients,
+						Input: Input{Op: op, Client: r.ID(), Key: k, Slot: j, Invalidated: inv}, Output: Output{View: View{Bound: -1}},
+						Call: call, Return: ret})
+				}
+			}
+			if turn == nil {
+				continue
+			}
+			holding := out.View.Bound >= 0
+			if holding {
+				leases[k].Add(1)
+			}
+			jitter()
+			var chosen []affinity.Candidate
+			out = r.Do(Input{Op: OpEligible}, func() Output {
+				cs, err := turn.Eligible(cands, nil)
+				o := errOut(err)
+				o.View = viewOf(turn)
+				for _, c := range cs {
+					o.Cands |= 1 << workerIndex(c.Target.Worker)
+				}
+				chosen = cs
+				return o
+			})
+			var att *affinity.Attempt
+			if out.Err == ErrNone {
+				jitter()
+				t := rng.IntN(plan.Workers)
+				switch {
+				case in.Pin >= 0 && rng.IntN(6) != 0:
+					t = in.Pin
+				case plan.Churn && rng.IntN(2) == 0:
+					t = 0
+				case rng.IntN(2) == 0 && len(chosen) > 0:
+					t = workerIndex(chosen[0].Target.Worker)
+				}
+				before := viewOf(turn)
+				out = r.Do(Input{Op: OpDispatch, Worker: t}, func() Output {
+					a, err := turn.Dispatch(affinity.WorkerOnly(workerName(t)))
+					o := errOut(err)
+					o.View = viewOf(turn)
+					if a != nil {
+						att = a
+						o.Target = workerIndex(a.Target().Worker)
+						switch {
+						case a.Hit():
+							o.Att = AttHit
+						case a.ID() != 0:
+							o.Att = AttPlacing
+						default:
+							o.Att = AttUnpinned
+						}
+					}
+					return o
+				})
+				if !plan.Hard && before.Bound >= 0 && before.Bound != t && (out.Err == ErrNone || out.View.Placing) {
+					// The Dispatch moved the binding: record its
+					// invalidation as an operation of its own over the
+					// same interval (see OpMove).
+					last := r.Last()
+					r.Add(porcupine.Operation{ClientId: r.ID() + MaxClients,
+						Input: Input{Op: OpMove, Client: r.ID()}, Output: Output{View: View{Bound: -1}},
+						Call: last.Call, Return: last.Return})
+				}
+			}
+			if att != nil {
+				if rng.IntN(4) == 0 {
+					time.Sleep(time.Duration(1+rng.IntN(20)) * time.Microsecond) // let a racing membership change finish
+				} else {
+					jitter()
+				}
+				outcome := Accepted
+				switch j := rng.IntN(20); {
+				case j < 4:
+					outcome = NotAccepted
+				case j == 4:
+					outcome = Ambiguous
+				}
+				out = r.Do(Input{Op: OpComplete, Outcome: outcome}, func() Output {
+					o := errOut(att.Complete(placement.Outcome(outcome + 1)))
+					if o.Err == ErrQuarantined {
+						o.Err = ErrAmbiguous // a placing dispatch's quarantine: *QuarantinedError
+					}
+					o.View = viewOf(turn)
+					return o
+				})
+				if !holding && out.View.Bound >= 0 {
+					holding = true
+					leases[k].Add(1)
+				}
+			}
+			if holding && rng.IntN(3) == 0 {
+				time.Sleep(time.Duration(1+rng.IntN(40)) * time.Microsecond) // hold the lease a while
+			}
+			jitter()
+			if req.Final && holding && leases[k].Load() >= 2 {
+				closesWhileLeased.Add(1)
+			}
+			r.Do(Input{Op: OpDone}, func() Output { turn.Done(); return Output{View: View{Bound: -1}} })
+			if holding {
+				leases[k].Add(-1)
+			}
+		}
+	})
+	if blocked, ok := clients.Wait(RunLimit, abort, describeCall); !ok {
 		return nil, fmt.Errorf("affinitylin: a run did not finish in %v (seed %d): in flight: %v", RunLimit, plan.Seed, blocked)
 	}
-	run := &Run{Plan: plan, Stuck: int(stuck.Load())}
-	for _, r := range recs {
-		run.History = append(run.History, r.hist...)
-		run.Coverage.ClosesWhileLeased += r.cov.ClosesWhileLeased
-	}
+	run := &Run{Plan: plan, Stuck: int(stuck.Load()), History: clients.History()}
+	run.Coverage.ClosesWhileLeased = int(closesWhileLeased.Load())
 	markRacy(run.History)
 	run.Coverage.Add(count(run.History))
 	return run, nil

@@ -1,10 +1,15 @@
 // Package histfile is what the layers' Porcupine checks
 // (linearizability/affinitylin, linearizability/queuelin) share about
-// recorded histories: their saved form (JSON that re-checks
-// deterministically), the failure report (the JSON plus Porcupine's
-// annotated HTML in a new directory), the explainer's search for the
-// shortest illegal prefix, and the tests' integer settings from the
-// environment.
+// recorded histories: recording them (Clients, one Recorder per client
+// goroutine, stamping each call's times and naming the calls in flight
+// when a run does not finish), their saved form (JSON that re-checks
+// deterministically), checking a run and reporting its failure
+// (Checker.CheckRun: the JSON plus Porcupine's annotated HTML in a new
+// directory, and the failure line the bug zoo reads), the explainer
+// (Explainer: the shortest illegal prefix, the longest partial
+// linearization, the state after it and the pending calls), and the
+// tests' settings from the environment (EnvInt, Checker.Seeds) and
+// coverage minimums (Thin).
 package histfile
 
 import (

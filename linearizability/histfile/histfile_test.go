@@ -21,16 +21,20 @@ var register = porcupine.Model{
 
 type plan struct{ Seed uint64 }
 
+// staleRead is a register history that is not linearizable: its third
+// call reads a value overwritten before it began.
+var staleRead = []porcupine.Operation{
+	{ClientId: 0, Input: 1, Output: 0, Call: 0, Return: 10},
+	{ClientId: 1, Input: -1, Output: 1, Call: 20, Return: 30},
+	{ClientId: 1, Input: -1, Output: 0, Call: 40, Return: 50}, // stale
+	{ClientId: 0, Input: 2, Output: 0, Call: 60, Return: 70},
+}
+
 // A history written by WriteReport reads back with Read into the same
 // operations, re-checks to the same result, and has its visualization; the
 // shortest illegal prefix ends at the stale read.
 func TestReportRoundTrip(t *testing.T) {
-	ops := []porcupine.Operation{
-		{ClientId: 0, Input: 1, Output: 0, Call: 0, Return: 10},
-		{ClientId: 1, Input: -1, Output: 1, Call: 20, Return: 30},
-		{ClientId: 1, Input: -1, Output: 0, Call: 40, Return: 50}, // stale
-		{ClientId: 0, Input: 2, Output: 0, Call: 60, Return: 70},
-	}
+	ops := staleRead
 	res, info := porcupine.CheckOperationsVerbose(register, ops, 0)
 	require.Equal(t, porcupine.Illegal, res)
 	h := Record[plan, int, int](plan{Seed: 7}, ops, res, "a stale read")

@@ -7,7 +7,6 @@ import (
 	"math/rand/v2"
 	"runtime"
 	"sort"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -15,6 +14,7 @@ import (
 	"github.com/placementlab/placement/impl/affinity"
 	"github.com/placementlab/placement/impl/placement"
 	"github.com/placementlab/placement/impl/policyqueue"
+	"github.com/placementlab/placement/linearizability/histfile"
 )
 
 // Plan is a concurrent run drawn from a seed.
@@ -150,23 +150,13 @@ func classify(err error) ErrKind {
 }
 
 // recorder is one client's recorder.
-type recorder struct {
-	id    int
-	start time.Time
-	hist  []porcupine.Operation
-	in    atomic.Pointer[Input]
-}
+type recorder = histfile.Recorder[Input, Output]
 
-func (r *recorder) do(in Input, f func() Output) Output {
-	in.Client = r.id
-	r.in.Store(&in)
-	call := time.Since(r.start).Nanoseconds()
-	out := f()
-	ret := time.Since(r.start).Nanoseconds()
-	r.in.Store(nil)
-	r.hist = append(r.hist, porcupine.Operation{ClientId: r.id, Input: in, Output: out, Call: call, Return: ret})
-	return out
-}
+// stamp writes the client's number into a recorded call's input.
+func stamp(in *Input, client int) { in.Client = client }
+
+// describeCall describes a call in flight.
+func describeCall(in Input) string { return Describe(in, Output{}) }
 
 // drawItem draws an Enqueue's item: exact on a worker (any rank, or rank
 // 0 or 1), or shared with up to MaxCands candidates (none: any worker) and
@@ -219,16 +209,16 @@ func Execute(plan Plan) (*Run, error) {
 	defer q.Close()
 	prev := runtime.GOMAXPROCS(plan.Procs)
 	defer runtime.GOMAXPROCS(prev)
-	begin := time.Now()
-	setup := &recorder{id: 0, start: begin}
+	clients := histfile.NewClients[Input, Output](plan.Clients, stamp)
+	setup := clients.Client(0)
 	setCap := func(r *recorder, w, n int) {
-		r.do(Input{Op: OpSetCapacity, Worker: w, N: n}, func() Output {
+		r.Do(Input{Op: OpSetCapacity, Worker: w, N: n}, func() Output {
 			adm, err := q.SetCapacity(workerName(w), n)
 			return Output{Err: classify(err), Admitted: adms(adm)}
 		})
 	}
 	setElig := func(r *recorder, w int, ok bool) {
-		r.do(Input{Op: OpSetEligible, Worker: w, Ok: ok}, func() Output {
+		r.Do(Input{Op: OpSetEligible, Worker: w, Ok: ok}, func() Output {
 			adm, err := q.SetEligible(workerName(w), ok)
 			return Output{Err: classify(err), Admitted: adms(adm)}
 		})
@@ -241,109 +231,85 @@ func Execute(plan Plan) (*Run, error) {
 	var stuck atomic.Int32
 	var recent [16]atomic.Int64 // tickets lately issued, for the operator's cancels
 	var issued atomic.Int64
-	recs := make([]*recorder, plan.Clients)
-	var wg sync.WaitGroup
-	for c := range recs {
-		recs[c] = &recorder{id: c, start: begin}
-		if c == 0 {
-			recs[c].hist = setup.hist
+	clients.Go(func(r *recorder) {
+		rng := rand.New(rand.NewPCG(plan.Seed, uint64(r.ID())+1))
+		jitter := func() {
+			switch j := rng.IntN(30); {
+			case j < 6:
+				runtime.Gosched()
+			case j == 6:
+				time.Sleep(time.Duration(1+rng.IntN(30)) * time.Microsecond)
+			}
 		}
-		wg.Add(1)
-		go func(r *recorder) {
-			defer wg.Done()
-			rng := rand.New(rand.NewPCG(plan.Seed, uint64(r.id)+1))
-			jitter := func() {
-				switch j := rng.IntN(30); {
-				case j < 6:
-					runtime.Gosched()
-				case j == 6:
-					time.Sleep(time.Duration(1+rng.IntN(30)) * time.Microsecond)
+		if r.ID() == 0 {
+			operate(r, q, rng, plan, jitter, setCap, setElig, &recent, runCtx)
+			return
+		}
+		for i := 0; i < plan.Ops && runCtx.Err() == nil; i++ {
+			jitter()
+			in := drawItem(rng, plan.Workers)
+			var mine *policyqueue.Slot
+			out := r.Do(in, func() Output {
+				tk, adm, err := q.Enqueue(itemOf(in))
+				for _, s := range adm {
+					if s.Ticket() == tk {
+						mine = s
+					}
 				}
+				return Output{Err: classify(err), Ticket: int(tk), Admitted: adms(adm)}
+			})
+			if out.Err != ErrNone {
+				continue
 			}
-			if r.id == 0 {
-				operate(r, q, rng, plan, jitter, setCap, setElig, &recent, runCtx)
-				return
-			}
-			for i := 0; i < plan.Ops && runCtx.Err() == nil; i++ {
+			tk := policyqueue.Ticket(out.Ticket)
+			recent[issued.Add(1)%int64(len(recent))].Store(int64(tk))
+			if mine == nil {
 				jitter()
-				in := drawItem(rng, plan.Workers)
-				var mine *policyqueue.Slot
-				out := r.do(in, func() Output {
-					tk, adm, err := q.Enqueue(itemOf(in))
-					for _, s := range adm {
-						if s.Ticket() == tk {
-							mine = s
-						}
-					}
-					return Output{Err: classify(err), Ticket: int(tk), Admitted: adms(adm)}
-				})
-				if out.Err != ErrNone {
-					continue
-				}
-				tk := policyqueue.Ticket(out.Ticket)
-				recent[issued.Add(1)%int64(len(recent))].Store(int64(tk))
-				if mine == nil {
-					jitter()
-					if rng.IntN(7) == 0 {
-						r.do(Input{Op: OpCancel, Ticket: int(tk)}, func() Output {
-							res, adm := q.Cancel(tk)
-							return Output{Cancel: int(res), Admitted: adms(adm)}
-						})
-						continue
-					}
-					out = r.do(Input{Op: OpWait, Ticket: int(tk)}, func() Output {
-						ctx, cancel := context.WithTimeout(runCtx, WaitLimit)
-						defer cancel()
-						s, err := q.Wait(ctx, tk)
-						if ctx.Err() != nil {
-							stuck.Add(1)
-							abort()
-						}
-						o := Output{Err: classify(err)}
-						if s != nil {
-							mine, o.Slot = s, fromTarget(s.Target())
-						}
-						return o
-					})
-					if mine == nil {
-						continue
-					}
-				}
-				if rng.IntN(3) == 0 {
-					time.Sleep(time.Duration(1+rng.IntN(40)) * time.Microsecond) // hold the slot a while
-				} else {
-					jitter()
-				}
-				if rng.IntN(10) == 0 {
-					r.do(Input{Op: OpCancel, Ticket: int(tk)}, func() Output { // cancel after admission
+				if rng.IntN(7) == 0 {
+					r.Do(Input{Op: OpCancel, Ticket: int(tk)}, func() Output {
 						res, adm := q.Cancel(tk)
 						return Output{Cancel: int(res), Admitted: adms(adm)}
 					})
+					continue
 				}
-				for n := 1 + rng.IntN(6)/5; n > 0; n-- { // sometimes twice
-					r.do(Input{Op: OpRelease, Ticket: int(tk)}, func() Output { return Output{Admitted: adms(mine.Release())} })
+				out = r.Do(Input{Op: OpWait, Ticket: int(tk)}, func() Output {
+					ctx, cancel := context.WithTimeout(runCtx, WaitLimit)
+					defer cancel()
+					s, err := q.Wait(ctx, tk)
+					if ctx.Err() != nil {
+						stuck.Add(1)
+						abort()
+					}
+					o := Output{Err: classify(err)}
+					if s != nil {
+						mine, o.Slot = s, fromTarget(s.Target())
+					}
+					return o
+				})
+				if mine == nil {
+					continue
 				}
 			}
-		}(recs[c])
-	}
-	finished := make(chan struct{})
-	go func() { wg.Wait(); close(finished) }()
-	select {
-	case <-finished:
-	case <-time.After(RunLimit):
-		abort()
-		var blocked []string
-		for _, r := range recs {
-			if in := r.in.Load(); in != nil {
-				blocked = append(blocked, Describe(*in, Output{}))
+			if rng.IntN(3) == 0 {
+				time.Sleep(time.Duration(1+rng.IntN(40)) * time.Microsecond) // hold the slot a while
+			} else {
+				jitter()
+			}
+			if rng.IntN(10) == 0 {
+				r.Do(Input{Op: OpCancel, Ticket: int(tk)}, func() Output { // cancel after admission
+					res, adm := q.Cancel(tk)
+					return Output{Cancel: int(res), Admitted: adms(adm)}
+				})
+			}
+			for n := 1 + rng.IntN(6)/5; n > 0; n-- { // sometimes twice
+				r.Do(Input{Op: OpRelease, Ticket: int(tk)}, func() Output { return Output{Admitted: adms(mine.Release())} })
 			}
 		}
+	})
+	if blocked, ok := clients.Wait(RunLimit, abort, describeCall); !ok {
 		return nil, fmt.Errorf("queuelin: a run did not finish in %v (seed %d): in flight: %v", RunLimit, plan.Seed, blocked)
 	}
-	run := &Run{Plan: plan, Stuck: int(stuck.Load())}
-	for _, r := range recs {
-		run.History = append(run.History, r.hist...)
-	}
+	run := &Run{Plan: plan, Stuck: int(stuck.Load()), History: clients.History()}
 	run.Coverage = count(run.History)
 	return run, nil
 }
@@ -360,7 +326,7 @@ func operate(r *recorder, q *policyqueue.Queue, rng *rand.Rand, plan Plan, jitte
 	}
 	for i := 0; i < plan.Ops && runCtx.Err() == nil; i++ {
 		if i == closeAt {
-			r.do(Input{Op: OpClose}, func() Output { return Output{Err: classify(q.Close())} })
+			r.Do(Input{Op: OpClose}, func() Output { return Output{Err: classify(q.Close())} })
 			return
 		}
 		jitter()
@@ -371,15 +337,15 @@ func operate(r *recorder, q *policyqueue.Queue, rng *rand.Rand, plan Plan, jitte
 		case j < 9:
 			setElig(r, w, rng.IntN(3) != 0)
 		case j < 11:
-			r.do(Input{Op: OpRecheck, Worker: w}, func() Output { return Output{Admitted: adms(q.Recheck(workerName(w)))} })
+			r.Do(Input{Op: OpRecheck, Worker: w}, func() Output { return Output{Admitted: adms(q.Recheck(workerName(w)))} })
 		case j < 13:
-			r.do(Input{Op: OpRecheckAll}, func() Output { return Output{Admitted: adms(q.RecheckAll())} })
+			r.Do(Input{Op: OpRecheckAll}, func() Output { return Output{Admitted: adms(q.RecheckAll())} })
 		case j < 16:
 			tk := policyqueue.Ticket(recent[rng.IntN(len(recent))].Load())
 			if tk == 0 {
 				continue
 			}
-			r.do(Input{Op: OpCancel, Ticket: int(tk)}, func() Output {
+			r.Do(Input{Op: OpCancel, Ticket: int(tk)}, func() Output {
 				res, adm := q.Cancel(tk)
 				return Output{Cancel: int(res), Admitted: adms(adm)}
 			})

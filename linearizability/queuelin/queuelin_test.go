@@ -1,10 +1,6 @@
 package queuelin
 
 import (
-	"encoding/json"
-	"fmt"
-	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -14,110 +10,58 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// CheckLimit bounds one Porcupine check: a linearizable history checks in
-// well under a second; one that has not decided by then counts as a
-// failure (Unknown), so a broken variant fails instead of hanging.
-const CheckLimit = 8 * time.Second
-
-// checkRun checks one run; on Illegal or Unknown it writes the report and
-// fails naming the seed and the report's directory.
-func checkRun(t *testing.T, run *Run) porcupine.CheckResult {
-	t.Helper()
-	h := run.Save("", "")
-	timeout := CheckLimit
-	if run.Stuck > 0 {
-		timeout = 2 * time.Second // only for the report's annotations
-	}
-	start := time.Now()
-	res, info, m := Check(&h, timeout)
-	t.Logf("seed %d: checked %d operations in %v: %s", run.Plan.Seed, len(run.History), time.Since(start).Round(time.Millisecond), res)
-	if run.Stuck > 0 {
-		res, h.Note = porcupine.Illegal, fmt.Sprintf("%d Waits waited %v: lost wake-up or leaked slot", run.Stuck, WaitLimit)
-	}
-	if dir := os.Getenv("QUEUELIN_SAVE"); dir != "" {
-		h.Result = string(res)
-		if b, err := json.MarshalIndent(h, "", " "); err == nil {
-			_ = os.WriteFile(filepath.Join(dir, fmt.Sprintf("seed%d-%s.json", run.Plan.Seed, res)), b, 0o644)
-		}
-	}
-	if res != porcupine.Ok {
-		h.Result = string(res)
-		dir := os.Getenv("QUEUELIN_REPORT_DIR")
-		if dir == "" {
-			dir = os.Getenv("LINEARIZABILITY_REPORT_DIR")
-		}
-		out, werr := WriteReport(dir, h, info, m)
-		t.Errorf("seed %d: queue history of %d operations is %s %s; report: %s (write error: %v); re-check: copy history.json to linearizability/queuelin/testdata/histories and run TestRecheckSaved",
-			run.Plan.Seed, len(run.History), res, h.Note, out, werr)
-	}
-	return res
-}
-
 // TestLinearizable runs concurrent plans on one policyqueue.Queue each and
 // checks every history with Porcupine against the model. QUEUELIN_SEED
 // (the first seed), QUEUELIN_SEEDS and QUEUELIN_OPS (actions per client)
 // scale it (LINEARIZABILITY_SEED and LINEARIZABILITY_SEEDS, as the bug zoo
 // sets them, too). It stops at the first failing seed.
 func TestLinearizable(t *testing.T) {
-	seeds := histfile.EnvInt(12, "QUEUELIN_SEEDS", "LINEARIZABILITY_SEEDS")
 	ops := histfile.EnvInt(80, "QUEUELIN_OPS")
-	first := uint64(histfile.EnvInt(1, "QUEUELIN_SEED", "LINEARIZABILITY_SEED"))
 	var cov Coverage
 	began := time.Now()
-	for seed := first; seed < first+uint64(seeds); seed++ {
-		plan := DrawPlan(seed, ops)
-		run, err := Execute(plan)
+	checker.CheckSeeds(t, 12, nil, func(seed uint64) (Plan, []porcupine.Operation, int) {
+		run, err := Execute(DrawPlan(seed, ops))
 		require.NoError(t, err)
-		t.Logf("seed %d: plan %+v: %d operations", seed, plan, len(run.History))
-		if checkRun(t, run) != porcupine.Ok {
-			t.FailNow()
-		}
 		cov.Add(run.Coverage)
-	}
+		return run.Plan, run.History, run.Stuck
+	}, nil)
 	t.Logf("%d operations checked in %v; coverage %+v", cov.Operations, time.Since(began).Round(time.Millisecond), cov)
-	for _, m := range []struct {
-		name   string
-		got, n int
-	}{
-		{"enqueues", cov.Enqueues, 500},
-		{"admitted at once", cov.AdmittedAtOnce, 100},
-		{"refused as full", cov.Full, 20},
-		{"waits admitted", cov.WaitsAdmitted, 100},
-		{"waits ended by a cancel", cov.WaitsCancelled, 3},
-		{"releases that admitted", cov.ReleasesAdmitting, 50},
-		{"second releases", cov.SecondReleases, 20},
-		{"cancels of waiting items", cov.CancelWaiting, 20},
-		{"cancels of admitted items", cov.CancelAdmitted, 20},
-		{"cancels of ended tickets", cov.CancelNone, 10},
-		{"capacity changes that admitted", cov.CapacityAdmitting, 10},
-		{"eligibility changes", cov.EligibleChanges, 20},
-		{"rechecks", cov.Rechecks, 20},
-		{"exact admissions", cov.ExactAdmitted, 100},
-		{"ranked admissions", cov.RankedAdmitted, 30},
-		{"shared admissions", cov.SharedLaneAd, 100},
-		{"shared admissions to a later candidate", cov.OtherCandidate, 10},
-		{"closes", cov.Closes, 2},
-		{"waits ended by Close", cov.WaitsClosed, 1},
-		{"enqueues refused after Close", cov.RefusedClosed, 20},
-		{"calls overlapping another client's", cov.Overlapping, 300},
-	} {
-		if m.got < m.n {
-			t.Errorf("too thin: %s: %d, want at least %d", m.name, m.got, m.n)
-		}
+	for _, m := range thin(cov) {
+		t.Errorf("too thin: %s", m)
 	}
+}
+
+// thin returns the coverage minimums cov does not reach.
+func thin(cov Coverage) []string {
+	return histfile.Thin([]histfile.Minimum{
+		{Name: "enqueues", Got: cov.Enqueues, N: 500},
+		{Name: "admitted at once", Got: cov.AdmittedAtOnce, N: 100},
+		{Name: "refused as full", Got: cov.Full, N: 20},
+		{Name: "waits admitted", Got: cov.WaitsAdmitted, N: 100},
+		{Name: "waits ended by a cancel", Got: cov.WaitsCancelled, N: 3},
+		{Name: "releases that admitted", Got: cov.ReleasesAdmitting, N: 50},
+		{Name: "second releases", Got: cov.SecondReleases, N: 20},
+		{Name: "cancels of waiting items", Got: cov.CancelWaiting, N: 20},
+		{Name: "cancels of admitted items", Got: cov.CancelAdmitted, N: 20},
+		{Name: "cancels of ended tickets", Got: cov.CancelNone, N: 10},
+		{Name: "capacity changes that admitted", Got: cov.CapacityAdmitting, N: 10},
+		{Name: "eligibility changes", Got: cov.EligibleChanges, N: 20},
+		{Name: "rechecks", Got: cov.Rechecks, N: 20},
+		{Name: "exact admissions", Got: cov.ExactAdmitted, N: 100},
+		{Name: "ranked admissions", Got: cov.RankedAdmitted, N: 30},
+		{Name: "shared admissions", Got: cov.SharedLaneAd, N: 100},
+		{Name: "shared admissions to a later candidate", Got: cov.OtherCandidate, N: 10},
+		{Name: "closes", Got: cov.Closes, N: 2},
+		{Name: "waits ended by Close", Got: cov.WaitsClosed, N: 1},
+		{Name: "enqueues refused after Close", Got: cov.RefusedClosed, N: 20},
+		{Name: "calls overlapping another client's", Got: cov.Overlapping, N: 300},
+	})
 }
 
 // TestRecheckSaved re-checks every history saved under testdata/histories
 // deterministically: each must give the result it was saved with.
 func TestRecheckSaved(t *testing.T) {
-	files, _ := filepath.Glob("testdata/histories/*.json")
-	require.NotEmpty(t, files, "no saved histories in testdata/histories")
-	for _, f := range files {
-		h, err := ReadHistory(f)
-		require.NoError(t, err)
-		res, _, _ := Check(h, 60*time.Second)
-		assert.Equal(t, h.Result, string(res), f)
-	}
+	checker.RecheckSaved(t, "testdata/histories/*.json")
 }
 
 func op(client int, call, ret int64, in Input, out Output) porcupine.Operation {

@@ -1,38 +1,38 @@
 package queuelin
 
 import (
+	"fmt"
 	"time"
 
 	"github.com/anishathalye/porcupine"
 	"github.com/placementlab/placement/linearizability/histfile"
 )
 
+// checker checks and reports this package's runs: "queue" histories,
+// the QUEUELIN_* variables.
+var checker = histfile.Checker[Plan, Input, Output]{
+	What: "queue",
+	Env:  "QUEUELIN",
+	Dir:  "linearizability/queuelin",
+	Seed: func(p Plan) uint64 { return p.Seed },
+	Stuck: func(n int) string {
+		return fmt.Sprintf("%d Waits waited %v: lost wake-up or leaked slot", n, WaitLimit)
+	},
+	Model: func(p Plan) porcupine.Model { return NewModel(p.Limits) },
+}
+
 // SavedHistory is a history written to disk: enough to re-check it
 // deterministically (the plan, and every call with its times).
 type SavedHistory = histfile.History[Plan, Input, Output]
 
-// Save converts a run to its saved form.
-func (r *Run) Save(result porcupine.CheckResult, note string) SavedHistory {
-	return histfile.Record[Plan, Input, Output](r.Plan, r.History, result, note)
-}
-
 // Check checks the history against the model within timeout (a timeout
 // gives porcupine.Unknown, which callers count as a failure).
 func Check(h *SavedHistory, timeout time.Duration) (porcupine.CheckResult, porcupine.LinearizationInfo, porcupine.Model) {
-	m := NewModel(h.Plan.Limits)
-	res, info := porcupine.CheckOperationsVerbose(m, h.Operations(), timeout)
-	return res, info, m
+	return checker.Check(h, timeout)
 }
 
-// ReadHistory reads a saved history.
+// ReadHistory reads a saved history (a report's history.json, or one in
+// testdata/histories).
 func ReadHistory(path string) (*SavedHistory, error) {
 	return histfile.Read[Plan, Input, Output](path)
-}
-
-// WriteReport writes a failing history into a new directory under dir
-// (the system's temporary directory when empty): history.json (re-check it
-// with ReadHistory, or copy it to testdata/histories for TestRecheckSaved)
-// and history.html, Porcupine's visualization with the run annotated.
-func WriteReport(dir string, h SavedHistory, info porcupine.LinearizationInfo, m porcupine.Model) (string, error) {
-	return histfile.WriteReport(dir, "queue", h.Plan.Seed, h, info, m)
 }
