@@ -171,13 +171,21 @@ type Config struct {
 	// how long its bindings outlive their last request (0: the core's
 	// default, 30 minutes).
 	QuarantineTTL, IdleTTL time.Duration
-	// OverloadFactor and OverloadSlack: soft mode marks a rank Overloaded
-	// (so a binding to it falls back to the full set) when its waiting
-	// requests (queued, not yet prefilling: vLLM's num_requests_waiting)
-	// exceed OverloadFactor x the mean over the up ranks plus
-	// OverloadSlack. OverloadFactor 0 marks nothing.
+	// OverloadFactor and OverloadSlack: for placing a session, soft mode
+	// marks a rank Overloaded (placement's picker then drops it) when its
+	// waiting requests (queued, not yet prefilling: vLLM's
+	// num_requests_waiting) exceed OverloadFactor x the mean over the up
+	// ranks plus OverloadSlack. OverloadFactor 0 marks nothing.
 	OverloadFactor float64
 	OverloadSlack  int
+	// CostSlack is placement's tolerance on its estimate of a request's
+	// time to first token at a rank (the router's estimate of the rank's
+	// prefill backlog plus the request's uncached tokens there, from its
+	// prefix index, over PrefillRate): a session is placed only within
+	// CostSlack of the cheapest rank, and in soft mode a bound request's
+	// binding moves when its rank is more than CostSlack costlier than
+	// the cheapest (see the package doc).
+	CostSlack time.Duration
 	// BoundedLoadFactor is consistent hashing's load bound (1.25).
 	BoundedLoadFactor float64
 	// Churn lists the membership changes, applied at their times in order.
@@ -195,8 +203,9 @@ type Config struct {
 // ranks, 64-token blocks, 8,192 blocks (524,288 tokens) of cache per rank,
 // prefill at 10,000 tokens/s, 20 ms per output token, closed loop, 0.5%
 // ambiguous dispatches, no churn (see DefaultChurn), every policy; for
-// placement, 3-minute idle bindings and soft mode's overload threshold at
-// 1.25x the mean waiting requests plus 4 (the package doc says why).
+// placement, 45-second idle bindings, a 2-second cost slack and soft
+// mode's overload threshold at 1.25x the mean waiting requests plus 4
+// (the package doc says why).
 func DefaultConfig() Config {
 	return Config{
 		Workers: 8, Ranks: 2,
@@ -209,9 +218,10 @@ func DefaultConfig() Config {
 		RetryDelay:        time.Second,
 		ResolverInterval:  5 * time.Second,
 		QuarantineTTL:     2 * time.Minute,
-		IdleTTL:           3 * time.Minute,
+		IdleTTL:           45 * time.Second,
 		OverloadFactor:    1.25,
 		OverloadSlack:     4,
+		CostSlack:         2 * time.Second,
 		BoundedLoadFactor: 1.25,
 		Policies:          AllPolicies(),
 		MaxSimTime:        48 * time.Hour,
@@ -268,6 +278,8 @@ func (c *Config) validate() error {
 		return bad("IdleTTL", "must be 0 or at least 1ms")
 	case !(c.OverloadFactor >= 0) || c.OverloadSlack < 0:
 		return bad("OverloadFactor", "must not be negative")
+	case c.CostSlack < 0:
+		return bad("CostSlack", "must not be negative")
 	case !(c.BoundedLoadFactor >= 1) || c.BoundedLoadFactor > 100:
 		return bad("BoundedLoadFactor", "must be in [1, 100]")
 	case len(c.Policies) == 0:

@@ -7,12 +7,14 @@ import (
 )
 
 // handle is what a dispatch reports its outcome to: the affinity layer's
-// attempt and turn for the placement policies, and the cache-aware
-// picker's index.
+// attempt and turn for the placement policies, and the prefix index
+// (cache-aware's, and placement's in modes hard and soft); est is
+// placement's estimate of the request's uncached tokens at its rank.
 type handle struct {
 	turn *affinity.Turn
 	a    *affinity.Attempt
 	req  *picker.Request
+	est  int
 }
 
 func (h handle) complete(s *sim, rk *rank, o placement.Outcome, ran bool) {
@@ -34,10 +36,22 @@ func (s *sim) newPickers() error {
 	var err error
 	seed := s.cfg.Seed ^ uint64(s.pol)<<32
 	switch s.pol {
-	case PlacementHard, PlacementSoft, PlacementOff:
+	case PlacementHard, PlacementSoft:
 		// Placement's scheduler for the requests the layer does not
-		// narrow to one target: not overloaded first, then the fewest
-		// requests in flight and the fewest bound sessions.
+		// narrow to one target (see sched.go and the package doc): not
+		// overloaded, within CostSlack of the cheapest estimated time to
+		// first token, on the rank holding the longest prefix unless it
+		// is busy; then the fewest requests in flight and bound sessions.
+		s.prefix, err = picker.NewPrefixOverlap(picker.PrefixConfig{Capacity: s.cfg.CacheBlocks, Seed: seed})
+		s.pipe = &picker.Pipeline{
+			Filters: []picker.Filter{picker.DropOverloaded{}, picker.FilterFunc(s.withinCost), picker.FilterFunc(s.followPrefix)},
+			Scorers: []picker.Weighted{{Scorer: picker.LeastInFlight{}, Weight: 1}, {Scorer: picker.LeastBound{}, Weight: 1}},
+			Seed:    seed,
+		}
+	case PlacementOff:
+		// Mode off is the control without affinity: the load-only part
+		// of the scheduler (a prefix-aware picker with affinity off is
+		// cache-aware routing, which the cache-aware row shows).
 		s.pipe = &picker.Pipeline{
 			Filters: []picker.Filter{picker.DropOverloaded{}},
 			Scorers: []picker.Weighted{{Scorer: picker.LeastInFlight{}, Weight: 1}, {Scorer: picker.LeastBound{}, Weight: 1}},
@@ -160,6 +174,14 @@ func (s *sim) routePlacement(i int) (*rank, handle, bool) {
 		return nil, handle{}, false // hard mode's quarantine, or a session being placed
 	}
 	pc := s.candidates(s.pol == PlacementSoft, true)
+	s.placeReq = &picker.Request{Key: s.akeys[i]}
+	if s.prefix != nil {
+		s.placeReq.Blocks = s.promptBlocks(nil, i, false)
+		s.estimate(r, pc)
+		if bt, ok := turn.Bound(); ok && s.pol == PlacementSoft {
+			s.markCostly(bt, pc)
+		}
+	}
 	s.acands = s.acands[:0]
 	for _, c := range pc {
 		s.acands = append(s.acands, affinity.Candidate{Target: c.Target, Overloaded: c.Overloaded})
@@ -170,7 +192,6 @@ func (s *sim) routePlacement(i int) (*rank, handle, bool) {
 		return nil, handle{}, false
 	}
 	t := el[0].Target
-	s.placeReq = &picker.Request{Key: s.akeys[i]}
 	if len(el) > 1 {
 		t = s.pickPlacement(i, turn, el, pc)
 	}
@@ -185,7 +206,11 @@ func (s *sim) routePlacement(i int) (*rank, handle, bool) {
 		turn.Done()
 		return nil, handle{}, false
 	}
-	return rk, handle{turn: turn, a: a}, true
+	h := handle{turn: turn, a: a}
+	if s.prefix != nil {
+		h.req, h.est = s.placeReq, s.uncached(r, rk.match)
+	}
+	return rk, h, true
 }
 
 // pickPlacement is placement's scheduler for a request the layer left

@@ -416,6 +416,7 @@ func TestBadInput(t *testing.T) {
 		func(c *Config) { c.AmbiguousProb = 1 },
 		func(c *Config) { c.RetryDelay = 0 },
 		func(c *Config) { c.BoundedLoadFactor = 0.5 },
+		func(c *Config) { c.CostSlack = -time.Second },
 		func(c *Config) { c.Policies = nil },
 		func(c *Config) { c.Policies = []Policy{NumPolicies} },
 		func(c *Config) { c.Churn = []Change{{At: 2, Kind: Fail}, {At: 1, Kind: Recover}} },

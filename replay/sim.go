@@ -64,6 +64,7 @@ type job struct {
 	hashes []uint64 // the prompt's blocks, then the output's
 	np     int      // the prompt's blocks
 	pos    int      // index in rank.active
+	est    int      // placement's estimate of its uncached tokens (accepted dispatches)
 }
 
 type workerState uint8
@@ -98,6 +99,14 @@ type rank struct {
 	busy     *job
 	active   []*job // queued, prefilling or decoding
 	inflight int
+	// backlog is placement's estimate of the rank's prefill backlog: the
+	// estimated uncached tokens of the requests it accepted that have not
+	// yet given their first token (see sched.go).
+	backlog int
+	// cost and match are placement's estimates for the request being
+	// routed: backlog plus its estimated uncached tokens here, and the
+	// prompt blocks the router's index says the rank holds.
+	cost, match int
 }
 
 // sim is one policy's simulation: single-threaded, on its own clock.
@@ -123,6 +132,7 @@ type sim struct {
 	acands          []affinity.Candidate
 	parentHint      bool
 	placeReq        *picker.Request
+	ratios          []float64
 
 	pending    []int32
 	readyAt    []time.Duration
@@ -375,7 +385,7 @@ func (s *sim) send(i int) {
 		return
 	}
 	h.complete(s, rk, placement.Accepted, true)
-	s.enqueue(rk, &job{req: i})
+	s.enqueue(rk, &job{req: i, est: h.est})
 }
 
 // promptBlocks returns request i's prefix block hashes (prompt only, or
@@ -398,6 +408,7 @@ func (s *sim) promptBlocks(dst []uint64, i int, withOutput bool) []uint64 {
 
 func (s *sim) enqueue(rk *rank, j *job) {
 	j.rank, j.gen = rk, rk.w.gen
+	rk.backlog += j.est
 	j.pos = len(rk.active)
 	rk.active = append(rk.active, j)
 	rk.queue = append(rk.queue, j)
@@ -452,6 +463,7 @@ func (s *sim) prefillDone(j *job) {
 	}
 	rk.cache.Insert(j.hashes[:j.np])
 	rk.busy = nil
+	rk.backlog -= j.est
 	if !j.lost {
 		s.ttft = append(s.ttft, s.now-s.sentAt[j.req])
 		s.lastBlocks[s.wl.Requests[j.req].Session] = j.np
@@ -558,7 +570,7 @@ func (s *sim) restart(w *worker) {
 				s.push(s.now+s.cfg.RetryDelay, evSend, j.req, nil)
 			}
 		}
-		rk.active, rk.queue, rk.busy, rk.inflight = nil, nil, nil, 0
+		rk.active, rk.queue, rk.busy, rk.inflight, rk.backlog = nil, nil, nil, 0, 0
 		rk.cache.Clear()
 	}
 	if s.prefix != nil {

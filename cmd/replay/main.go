@@ -52,6 +52,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	fs.Float64Var(&cfg.OverloadFactor, "overload-factor", cfg.OverloadFactor, "placement soft: a rank is overloaded above this many times the mean waiting requests (0: never)")
 	fs.IntVar(&cfg.OverloadSlack, "overload-slack", cfg.OverloadSlack, "placement soft: plus this many waiting requests")
 	fs.DurationVar(&cfg.IdleTTL, "idle-ttl", cfg.IdleTTL, "placement: a binding's idle TTL (0: the core's default)")
+	fs.DurationVar(&cfg.CostSlack, "cost-slack", cfg.CostSlack, "placement: tolerance on the estimated time to first token (placing within it of the cheapest rank; soft moves a binding beyond it)")
 	fs.IntVar(&wp.Sessions, "sessions", wp.Sessions, "sessions to generate")
 	fs.Float64Var(&wp.SessionRate, "rate", wp.SessionRate, "session arrivals per second")
 	seed := fs.Uint64("seed", 1, "seed of the workload and the simulation")

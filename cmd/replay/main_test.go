@@ -44,6 +44,7 @@ func TestRunErrors(t *testing.T) {
 		{"-mode", "sideways"},
 		{"-policies", "nope"},
 		{"-workers", "0"},
+		{"-cost-slack", "-1s"},
 		{"-trace", filepath.Join(dir, "missing.jsonl")},
 		{"extra"},
 		{"-no-such-flag"},
