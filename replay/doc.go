@@ -99,8 +99,16 @@
 //
 // The affinity layer decides bindings; the scheduler it embeds decides
 // where sessions are placed and what counts as overloaded. These are
-// placement's own choices (sched.go), what a router author configures;
-// the simulation, workload, costs and baselines are untouched by them.
+// placement's own choices, what a router author configures; the
+// simulation, workload, costs and baselines are untouched by them. The
+// scheduler is built from impl/picker's built-ins, which a router imports:
+// the filters DropOverloaded, CostWithin and FollowPrefix over a
+// PrefixOverlap index, the scorers LeastInFlight and LeastBound, and in
+// soft mode MarkCostly (impl/picker's package doc states their rules and
+// tests). What stays here (sched.go) is what a router supplies: the cost
+// each candidate carries (picker.Candidate.Cost), estimated from the
+// router's view of the simulated ranks below, the Overloaded flags, and
+// the sibling group's parent hint.
 //
 // The router keeps two things it can know: a prefix index of what it sent
 // where (impl/picker's PrefixOverlap with CacheBlocks blocks per rank, fed
@@ -110,27 +118,32 @@
 // there and that have not yet given their first token, each estimated from
 // the index at dispatch (a restart clears it). A request's estimated cost
 // at a rank is that backlog plus its own uncached tokens there (from the
-// index): its estimated time to first token, in tokens of prefill.
+// index, PrefixOverlap.Match): its estimated time to first token, in
+// tokens of prefill, which the candidate carries as a time: PrefillBase +
+// tokens / PrefillRate (at least 1 ns, since zero means unknown; the same
+// PrefillBase on every rank leaves every comparison as it is in tokens).
 //
 //   - A session being placed (new, or again after its binding idled out,
 //     its worker went, or soft mode moved it), an unpinned request and a
 //     soft fallback are picked by an impl/picker pipeline: DropOverloaded;
 //     then the ranks within Config.CostSlack (2 s of prefill) of the
-//     cheapest cost; then, when the longest indexed prefix among them is
-//     at least 4,096 tokens longer than the shortest, the ranks holding it
-//     whose requests in flight are at most 1.25x the mean + 2 (all of them
-//     if none is); then LeastInFlight and LeastBound (weight 1 each), ties
-//     by rendezvous hashing of the key.
+//     cheapest cost (CostWithin); then, when the longest indexed prefix
+//     among them is at least 4,096 tokens longer than the shortest, the
+//     ranks holding it whose requests in flight are at most 1.25x the mean
+//   - 2, all of them if none is (FollowPrefix, MinBlocks the ceiling of
+//     4,096 over BlockTokens); then LeastInFlight and LeastBound (weight 1
+//     each), ties by rendezvous hashing of the key.
 //   - A sibling group being placed goes to its parent session's binding
 //     (Layer.Query) when that is eligible and not overloaded: the subagents
 //     fork the parent's context, which that rank holds.
 //   - Soft mode, a bound request: its binding's rank is Overloaded (the
 //     layer then offers every rank, and the pick above moves the binding)
 //     when the request's cost there exceeds the cheapest rank's by more
-//     than CostSlack. Placing a session, soft mode also drops a rank whose
-//     waiting requests (queued, not yet prefilling: vLLM's
-//     num_requests_waiting) exceed 1.25x the mean plus 4 (OverloadFactor,
-//     OverloadSlack).
+//     than CostSlack (MarkCostly; the waiting-request flags below are
+//     cleared first: they apply to placing). Placing a session, soft mode
+//     also drops a rank whose waiting requests (queued, not yet
+//     prefilling: vLLM's num_requests_waiting) exceed 1.25x the mean plus
+//     4 (OverloadFactor, OverloadSlack).
 //   - IdleTTL is 45 seconds rather than the core's 30 minutes: the prefix
 //     index, not the binding, keeps a session on its cache across a long
 //     tool call or a user's pause, and a session placed again after a
@@ -140,8 +153,12 @@
 //     LeastBound): it is the control without affinity, and a prefix-aware
 //     picker without affinity is what the cache-aware row already shows.
 //
-// Rules of the scheduler, each with its test (sched_test.go):
+// Rules of the scheduler, each with its test (sched_test.go; the
+// built-ins' own rules are tested in impl/picker):
 //
+//	S0  A candidate's cost is PrefillBase + (its rank's backlog + the
+//	    request's uncached tokens there) / PrefillRate, never zero.
+//	    [TestSchedEstimate]
 //	S1  A session is placed only on a rank within CostSlack of the
 //	    cheapest estimated cost. [TestSchedWithinCost]
 //	S2  The longest indexed prefix is followed when it is at least 4,096
@@ -154,6 +171,11 @@
 //	S4  The backlog estimate counts an accepted dispatch's estimated
 //	    uncached tokens until its first token, and is zero when the run
 //	    ends. [TestSchedBacklogSettles]
+//
+// Moving these rules from this package into impl/picker's built-ins left
+// the default run's report.md and replay.svg byte for byte as they were
+// (and placement's rows on seed 2, and on seed 3 with 48-token blocks and a
+// 1.5 s slack).
 //
 // How this was found. The scheduler before (placing on the least loaded
 // rank, LeastInFlight + LeastBound, bindings idle out after 3 minutes,

@@ -38,13 +38,20 @@ func (s *sim) newPickers() error {
 	switch s.pol {
 	case PlacementHard, PlacementSoft:
 		// Placement's scheduler for the requests the layer does not
-		// narrow to one target (see sched.go and the package doc): not
-		// overloaded, within CostSlack of the cheapest estimated time to
-		// first token, on the rank holding the longest prefix unless it
-		// is busy; then the fewest requests in flight and bound sessions.
+		// narrow to one target (see sched.go and the package doc), all
+		// impl/picker built-ins: not overloaded (DropOverloaded), within
+		// CostSlack of the cheapest estimated time to first token
+		// (CostWithin over the costs estimate sets), on the rank holding
+		// the longest prefix unless it is busy (FollowPrefix); then the
+		// fewest requests in flight and bound sessions.
 		s.prefix, err = picker.NewPrefixOverlap(picker.PrefixConfig{Capacity: s.cfg.CacheBlocks, Seed: seed})
+		if err != nil {
+			return err
+		}
+		var follow *picker.FollowPrefix
+		follow, err = picker.NewFollowPrefix(s.prefix, followConfig(s.cfg))
 		s.pipe = &picker.Pipeline{
-			Filters: []picker.Filter{picker.DropOverloaded{}, picker.FilterFunc(s.withinCost), picker.FilterFunc(s.followPrefix)},
+			Filters: []picker.Filter{picker.DropOverloaded{}, picker.CostWithin{Slack: s.cfg.CostSlack}, follow},
 			Scorers: []picker.Weighted{{Scorer: picker.LeastInFlight{}, Weight: 1}, {Scorer: picker.LeastBound{}, Weight: 1}},
 			Seed:    seed,
 		}

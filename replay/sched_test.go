@@ -7,13 +7,14 @@ import (
 
 	"github.com/placementlab/placement/impl/affinity"
 	"github.com/placementlab/placement/impl/picker"
+	"github.com/placementlab/placement/impl/placement"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
 // schedSim returns a placement-soft simulation of three one-rank
 // workers, up, with the default costs (64-token blocks, 10,000 tokens/s,
-// CostSlack 2 s: 20,000 tokens), and its candidates.
+// PrefillBase 10 ms, CostSlack 2 s: 20,000 tokens), and its candidates.
 func schedSim(t *testing.T) (*sim, []picker.Candidate) {
 	t.Helper()
 	cfg := DefaultConfig()
@@ -26,7 +27,8 @@ func schedSim(t *testing.T) (*sim, []picker.Candidate) {
 		s.join(i)
 	}
 	require.Len(t, s.up, 3)
-	require.Equal(t, 20000, s.slackTokens())
+	require.Equal(t, 2*time.Second, s.cfg.CostSlack)
+	require.Equal(t, 10*time.Millisecond, s.cfg.PrefillBase)
 	return s, s.candidates(false, false)
 }
 
@@ -38,57 +40,109 @@ func targets(cs []picker.Candidate) []affinity.Target {
 	return out
 }
 
+// filter runs the placement pipeline's filters (DropOverloaded,
+// CostWithin, FollowPrefix) over a copy of cs.
+func filter(s *sim, req *picker.Request, cs []picker.Candidate) []picker.Candidate {
+	cs = append([]picker.Candidate(nil), cs...)
+	for _, f := range s.pipe.Filters {
+		cs = f.Filter(req, cs)
+	}
+	return cs
+}
+
+// The cost each candidate carries: PrefillBase + (backlog + the request's
+// uncached tokens there) / PrefillRate, never zero (zero means unknown to
+// impl/picker).
+func TestSchedEstimate(t *testing.T) {
+	s, pc := schedSim(t)
+	blocks := make([]uint64, 10)
+	for i := range blocks {
+		blocks[i] = uint64(i + 1)
+	}
+	s.prefix.Observe(&picker.Request{Blocks: blocks[:4]}, s.up[1].target, placement.Accepted)
+	for k, b := range []int{0, 5000, 300} {
+		s.up[k].backlog = b
+	}
+	s.placeReq = &picker.Request{Blocks: blocks}
+	r := &Request{InputTokens: 10*64 + 5}
+	s.estimate(r, pc)
+	assert.Equal(t, []int{0, 4, 0}, []int{s.up[0].match, s.up[1].match, s.up[2].match})
+	ms := func(us int) time.Duration { return 10*time.Millisecond + time.Duration(us)*time.Microsecond }
+	assert.Equal(t, []time.Duration{ms(64500), ms(5000*100 + 389*100), ms(300*100 + 645*100)},
+		[]time.Duration{pc[0].Cost, pc[1].Cost, pc[2].Cost})
+
+	s.cfg.PrefillBase = 0
+	assert.Equal(t, time.Nanosecond, s.costOf(0), "a known cost is never zero")
+	assert.Equal(t, 2*time.Second, s.costOf(20000))
+}
+
 // S1: a session is placed only within CostSlack of the cheapest
-// estimated time to first token.
+// estimated time to first token (picker.CostWithin in the pipeline).
 func TestSchedWithinCost(t *testing.T) {
 	s, pc := schedSim(t)
-	for k, c := range []int{5000, 25000, 25001} {
-		s.up[k].cost = c
+	for k, b := range []int{5000, 25000, 25001} {
+		s.up[k].backlog = b
 	}
-	got := s.withinCost(nil, append([]picker.Candidate(nil), pc...))
-	assert.Equal(t, targets(pc[:2]), targets(got))
+	s.placeReq = &picker.Request{}
+	s.estimate(&Request{InputTokens: 100}, pc)
+	assert.Equal(t, targets(pc[:2]), targets(filter(s, s.placeReq, pc)))
 }
 
 // S2: the longest indexed prefix is followed when it is at least
 // followTokens longer than the shortest, to a rank not above 1.25x the
-// mean in flight + 2; otherwise every candidate stays.
+// mean in flight + 2; otherwise every candidate stays (picker.FollowPrefix
+// in the pipeline, its MinBlocks the ceiling of 4,096 tokens over the
+// block size).
 func TestSchedFollowPrefix(t *testing.T) {
-	s, pc := schedSim(t)
-	set := func(match ...int) {
-		for k, m := range match {
-			s.up[k].match = m
+	cfg := DefaultConfig()
+	assert.Equal(t, picker.FollowConfig{MinBlocks: 64, LoadFactor: 1.25, LoadSlack: 2}, followConfig(&cfg))
+	cfg.BlockTokens = 48
+	assert.Equal(t, 86, followConfig(&cfg).MinBlocks, "85 x 48 = 4,080 tokens are not enough")
+	cfg.BlockTokens = 8192
+	assert.Equal(t, 1, followConfig(&cfg).MinBlocks)
+
+	for _, tc := range []struct {
+		lead     int
+		inflight []int
+		want     []int
+	}{
+		{64, []int{0, 0, 0}, []int{1, 2}},
+		{64, []int{0, 10, 0}, []int{2}},        // limit 1.25 x 10/3 + 2 = 6.2: rank 1 is busy
+		{64, []int{0, 20, 20}, []int{0, 1, 2}}, // limit 1.25 x 40/3 + 2 = 18.7: both holders busy
+		{63, []int{0, 0, 0}, []int{0, 1, 2}},   // 4,032 tokens: not worth following
+	} {
+		s, pc := schedSim(t)
+		blocks := make([]uint64, tc.lead)
+		for i := range blocks {
+			blocks[i] = uint64(i + 1)
 		}
-	}
-	follow := func(inflight ...int) []affinity.Target {
-		cs := append([]picker.Candidate(nil), pc...)
-		for k, n := range inflight {
-			cs[k].InFlight = n
+		for _, k := range []int{1, 2} {
+			s.prefix.Observe(&picker.Request{Blocks: blocks}, s.up[k].target, placement.Accepted)
 		}
-		return targets(s.followPrefix(nil, cs))
+		s.placeReq = &picker.Request{Blocks: blocks}
+		s.estimate(&Request{InputTokens: tc.lead * 64}, pc)
+		for k, n := range tc.inflight {
+			pc[k].InFlight = n
+		}
+		var want []affinity.Target
+		for _, k := range tc.want {
+			want = append(want, pc[k].Target)
+		}
+		assert.Equal(t, want, targets(filter(s, s.placeReq, pc)), "lead %d, in flight %v", tc.lead, tc.inflight)
 	}
-	set(0, 100, 100) // 100 blocks of 64 tokens: 6,400 tokens more
-	assert.Equal(t, targets(pc[1:]), follow(0, 0, 0))
-	assert.Equal(t, targets(pc[2:]), follow(0, 10, 0), "limit 1.25 x 10/3 + 2 = 6.2: rank 1 is busy")
-	set(0, 100, 0)
-	assert.Equal(t, targets(pc), follow(0, 10, 0), "the only holder is busy: every candidate")
-	set(0, 63, 0) // 4,032 tokens: not worth following
-	assert.Equal(t, targets(pc), follow(0, 0, 0))
-	set(0, 64, 0)
-	assert.Equal(t, targets(pc[1:2]), follow(0, 0, 0))
 }
 
 // S3: soft mode's overload rule for a bound request: its binding's rank
 // is Overloaded when the request's estimated cost there exceeds the
-// cheapest rank's by more than CostSlack; no other rank is marked.
+// cheapest rank's by more than CostSlack; no other rank is marked (the
+// waiting-request flags are for placing sessions).
 func TestSchedMarkCostly(t *testing.T) {
 	s, pc := schedSim(t)
 	mark := func(bound int, costs ...int) []bool {
-		for k, c := range costs {
-			s.up[k].cost = c
-		}
 		cs := append([]picker.Candidate(nil), pc...)
 		for k := range cs {
 			cs[k].Overloaded = true
+			cs[k].Cost = s.costOf(costs[k])
 		}
 		s.markCostly(pc[bound].Target, cs)
 		var out []bool

@@ -103,10 +103,9 @@ type rank struct {
 	// estimated uncached tokens of the requests it accepted that have not
 	// yet given their first token (see sched.go).
 	backlog int
-	// cost and match are placement's estimates for the request being
-	// routed: backlog plus its estimated uncached tokens here, and the
+	// match is placement's estimate for the request being routed: the
 	// prompt blocks the router's index says the rank holds.
-	cost, match int
+	match int
 }
 
 // sim is one policy's simulation: single-threaded, on its own clock.
@@ -132,7 +131,7 @@ type sim struct {
 	acands          []affinity.Candidate
 	parentHint      bool
 	placeReq        *picker.Request
-	ratios          []float64
+	matches         []int
 
 	pending    []int32
 	readyAt    []time.Duration

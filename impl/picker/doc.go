@@ -28,7 +28,8 @@
 //     instead of every new session going to the first candidate), for a
 //     keyless request a uniform draw from the seeded generator.
 //   - Observe tells every filter, scorer and picker that implements
-//     Observer, each pointer once even when it fills two roles.
+//     Observer, each pointer once even when it fills two roles; a
+//     FollowPrefix counts as the PrefixOverlap whose index it reads.
 //   - Pick and Observe are safe for concurrent use, and the built-ins are
 //     deterministic: the same seeds and the same sequence of calls give the
 //     same picks (no map order, no clock, no unseeded randomness).
@@ -52,6 +53,55 @@
 //   - ConsistentHash (picker): consistent hashing with bounded loads; no
 //     target's load goes above ceil(Factor x (total + 1) / n) once it counts
 //     the request.
+//
+// # Cost and prefix-following parts
+//
+// A router that can estimate what a request would cost on each target (its
+// time to first token there, say: the target's queued prefill plus the
+// request's own uncached prefill) puts the estimate in Candidate.Cost;
+// zero (or negative) means unknown, and the zero value of every existing
+// Candidate is therefore unknown. Rules, each with its test:
+//
+//   - CostWithin{Slack} (filter) keeps, in order, the candidates whose
+//     Cost is at most the least known Cost + Slack, and every candidate
+//     whose Cost is unknown; with no known Cost it keeps all; a negative
+//     Slack counts as 0; the sum saturates rather than overflows. As a
+//     filter the cost cannot be outvoted by load scorers. [TestCostWithin,
+//     TestPropCostWithin]
+//   - MarkCostly(cands, t, slack) flags Overloaded the candidates whose
+//     Target == t when their known Cost exceeds the least known Cost by
+//     more than slack (negative: 0), reporting whether it flagged any; it
+//     never clears a flag and never flags an unknown Cost. It is a soft
+//     binding's cost rule: marked before Turn.Eligible, the binding's
+//     target makes the affinity layer offer every target. It flags exactly
+//     the candidates of t that CostWithin{slack} would drop.
+//     [TestMarkCostly, TestPropCostWithin]
+//   - PrefixOverlap.Match writes each candidate's matched leading blocks
+//     (the match ratio's numerator). [TestPrefixMatch]
+//   - FollowPrefix (filter, NewFollowPrefix over a PrefixOverlap's index):
+//     with two or more candidates, when the longest match among them is at
+//     least MinBlocks longer than the shortest, it keeps, in order, the
+//     holders of the longest match whose load (Load, default in flight) is
+//     at most LoadFactor x the candidates' mean + LoadSlack (defaults:
+//     256 blocks, 1.25, 2); otherwise, or when every holder is busy, it
+//     keeps all. It learns nothing itself: Pipeline.Observe tells its
+//     index, once even when the index is also in the pipeline.
+//     [TestFollowConfig, TestFollowPrefix, TestFollowPrefixObserve,
+//     TestPropFollowPrefix]
+//
+// Placement's own scheduler, the one the replay's placement-hard and
+// placement-soft rows measure (package replay), picks with these
+// built-ins: DropOverloaded, CostWithin{Slack: 2 s}, FollowPrefix
+// (MinBlocks 4,096 tokens' worth, LoadFactor 1.25, LoadSlack 2, in
+// flight), then LeastInFlight and LeastBound weighted 1 each and the
+// default picker (ExampleFollowPrefix); in soft mode it applies MarkCostly
+// with the same slack to a bound request's binding. What the replay adds
+// is what a router supplies: the Cost of each candidate (from its own
+// estimate of each rank's prefill backlog: the uncached tokens of what it
+// dispatched there and saw accepted, not yet at its first token, plus the
+// request's uncached tokens there from the index), the Overloaded flags
+// (in soft mode, waiting requests above 1.25x the mean + 4 when placing),
+// and the hint that places a subagent group on its parent's binding.
 //
 // Configurations with a zero field take that field's default; a value out
 // of range is a *ConfigError from the constructor, never a panic.

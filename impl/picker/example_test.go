@@ -2,6 +2,7 @@ package picker_test
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/placementlab/placement/impl/affinity"
 	"github.com/placementlab/placement/impl/picker"
@@ -113,4 +114,43 @@ func ExampleDefault() {
 	})
 	fmt.Println(c.Target, err)
 	// Output: w/1 <nil>
+}
+
+// Placement's own scheduler, as the replay's placement rows run it: the
+// router sets each candidate's Cost (its estimate of the time to first
+// token there), keeps the targets within 2 s of the cheapest, follows a
+// long indexed prefix to a target that is not busy, then weighs loads.
+func ExampleFollowPrefix() {
+	index, err := picker.NewPrefixOverlap(picker.PrefixConfig{})
+	if err != nil {
+		panic(err)
+	}
+	follow, err := picker.NewFollowPrefix(index, picker.FollowConfig{MinBlocks: 64}) // 4,096 tokens of 64-token blocks
+	if err != nil {
+		panic(err)
+	}
+	p := &picker.Pipeline{
+		Filters: []picker.Filter{picker.DropOverloaded{}, picker.CostWithin{Slack: 2 * time.Second}, follow},
+		Scorers: []picker.Weighted{{Scorer: picker.LeastInFlight{}, Weight: 1}, {Scorer: picker.LeastBound{}, Weight: 1}},
+	}
+	conversation := make([]uint64, 100) // a session's 100 prompt blocks
+	for i := range conversation {
+		conversation[i] = uint64(i + 1)
+	}
+	p.Observe(&picker.Request{Blocks: conversation}, affinity.WorkerOnly("b"), placement.Accepted)
+
+	cands := []picker.Candidate{
+		{Target: affinity.WorkerOnly("a"), InFlight: 1, Cost: 700 * time.Millisecond},
+		{Target: affinity.WorkerOnly("b"), InFlight: 3, Cost: 1500 * time.Millisecond}, // holds the prefix
+		{Target: affinity.WorkerOnly("c"), InFlight: 0, Cost: 4 * time.Second},         // beyond the slack
+	}
+	c, err := p.Pick(&picker.Request{Blocks: append(conversation, 101)}, cands)
+	fmt.Println(c.Target, err)
+
+	// Soft mode: a session bound to c would cost 3.3 s more than on a, so
+	// c is flagged and the affinity layer offers every target.
+	fmt.Println(picker.MarkCostly(cands, affinity.WorkerOnly("c"), 2*time.Second), cands[2].Overloaded)
+	// Output:
+	// b <nil>
+	// true true
 }

@@ -6,6 +6,7 @@ import (
 	"math"
 	"reflect"
 	"sync"
+	"time"
 
 	"github.com/placementlab/placement/impl/affinity"
 	"github.com/placementlab/placement/impl/placement"
@@ -17,6 +18,15 @@ type Candidate struct {
 	Overloaded bool // over the scheduler's load threshold (affinity.Candidate's flag)
 	InFlight   int  // requests in flight to the target now
 	Bound      int  // sessions bound to the target now (affinity.Layer.Bound)
+
+	// Cost is the router's estimate of what this request would cost on
+	// the target, as a time (for instance its time to first token there:
+	// the target's queued prefill plus the request's own uncached
+	// prefill). Zero or negative means unknown: CostWithin keeps such a
+	// candidate and MarkCostly never marks it, and neither counts it as
+	// the cheapest. A router whose estimate can be zero reports at least
+	// 1 ns. Only CostWithin and MarkCostly read it.
+	Cost time.Duration
 }
 
 // Request is what filters and scorers see of a request.
@@ -183,7 +193,10 @@ func (p *Pipeline) Pick(r *Request, cands []Candidate) (Candidate, error) {
 
 // Observe tells every distinct filter, scorer and picker of p that
 // implements Observer that r was sent to t with outcome o: each pointer
-// once, even when one value serves as both a scorer and the picker.
+// once, even when one value serves as both a scorer and the picker. A part
+// that reads another's state (FollowPrefix reads its PrefixOverlap) counts
+// as that other part: the PrefixOverlap is told once whether it is in the
+// pipeline too or only behind a FollowPrefix.
 func (p *Pipeline) Observe(r *Request, t affinity.Target, o placement.Outcome) {
 	if p == nil {
 		return
@@ -193,6 +206,9 @@ func (p *Pipeline) Observe(r *Request, t affinity.Target, o placement.Outcome) {
 	}
 	var seen []Observer
 	tell := func(v any) {
+		if f, ok := v.(observesFor); ok && !isNil(f) {
+			v = f.observesFor()
+		}
 		ob, ok := v.(Observer)
 		if !ok || isNil(ob) {
 			return
@@ -212,6 +228,12 @@ func (p *Pipeline) Observe(r *Request, t affinity.Target, o placement.Outcome) {
 		tell(w.Scorer)
 	}
 	tell(p.Picker)
+}
+
+// observesFor is implemented by a part whose learning is another
+// part's: Pipeline.Observe tells that one instead (once).
+type observesFor interface {
+	observesFor() Observer
 }
 
 // FromAffinity converts the affinity layer's candidates (from

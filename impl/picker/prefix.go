@@ -170,6 +170,18 @@ func (p *PrefixOverlap) Score(r *Request, cands []Candidate, scores []float64) {
 	}
 }
 
+// Match writes into n, for each candidate, how many leading blocks of
+// r.Blocks its target holds (up to the first it does not): the match
+// ratio's numerator, as a count of blocks. It writes min(len(cands),
+// len(n)) counts; a nil r or one without blocks matches 0.
+func (p *PrefixOverlap) Match(r *Request, cands []Candidate, n []int) {
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	for i := range min(len(cands), len(n)) {
+		n[i] = p.matched(r, cands[i].Target)
+	}
+}
+
 // Pick implements Picker with SGLang's rule (see PrefixOverlap).
 func (p *PrefixOverlap) Pick(r *Request, cands []Candidate, scores []float64) int {
 	i, _ := p.Decide(r, cands, scores)
@@ -297,6 +309,14 @@ func (p *PrefixOverlap) ratio(r *Request, t affinity.Target) float64 {
 	if r == nil || len(r.Blocks) == 0 {
 		return 0
 	}
+	return float64(p.matched(r, t)) / float64(len(r.Blocks))
+}
+
+// matched returns how many leading blocks of r t holds; p.mu held.
+func (p *PrefixOverlap) matched(r *Request, t affinity.Target) int {
+	if r == nil {
+		return 0
+	}
 	b := p.idx[t]
 	if b == nil {
 		return 0
@@ -308,7 +328,7 @@ func (p *PrefixOverlap) ratio(r *Request, t affinity.Target) float64 {
 		}
 		n++
 	}
-	return float64(n) / float64(len(r.Blocks))
+	return n
 }
 
 // blockLRU is a set of block hashes with least-recently-used eviction: a
