@@ -234,7 +234,8 @@ func report(rs map[string]*result, count int) string {
 	}, false))
 	b.WriteString("\n### The affinity layer\n\nA later turn from its header to its lease and back: `core` reads the header's value as impl/placement's key " +
 		"(Acquire hits, Done releases); `affinity` is impl/affinity's RequestFromHeader, Start, Eligible over 8 candidates, Dispatch, " +
-		"Complete and Done; `affinity-key` the key's derivation alone. ×core is the ratio to `core`.\n\n")
+		"Complete and Done; `affinity-key` the key's derivation alone; `driver` the router kit's one call per request (impl/router's " +
+		"Driver.Do in its default configuration after RequestFromHeader, with a transport that accepts at once). ×core is the ratio to `core`.\n\n")
 	b.WriteString(affinityTable(rs))
 	b.WriteString("\n### Scaling\n\nThe hot path (hit and release on 1,024 live bindings) in parallel on distinct keys, one goroutine per proc: " +
 		"ns/op (wall time per operation, all goroutines together) and, in parentheses, throughput as a ratio to the same contender at GOMAXPROCS 1.\n\n")
