@@ -181,6 +181,10 @@
 //	affinity.ErrOutcomeUnknown             504     none             the request may have run: a client
 //	                                                                must not replay it automatically
 //	*ForwardError, Ambiguous               504     none             the same, before the layer saw it
+//	placement.ErrFenced                    504     none             the dispatch timed out and a resolver
+//	                                                                (or the TTL, a restart) settled its
+//	                                                                quarantine before its own outcome
+//	                                                                came: for this request, unknown
 //	affinity.ErrQuarantined                503     its RetryAfter   hard mode: the session can be placed
 //	                                                                again when the quarantine ends
 //	placement.ErrAmbiguous (the core's)    503     1 s              quarantined; the core's error does

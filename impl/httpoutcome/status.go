@@ -57,6 +57,8 @@ var statusRows = []statusRow{
 		"the worker may have run the request but its answer did not arrive; it is not retried"},
 	{"outcome_unknown", forward(placement.Ambiguous), http.StatusGatewayTimeout, nil,
 		"the worker may have run the request but its answer did not arrive; it is not retried"},
+	{"outcome_unknown", is(placement.ErrFenced), http.StatusGatewayTimeout, nil,
+		"the worker may have run the request but its answer did not arrive; it is not retried"},
 	{"quarantined", is(affinity.ErrQuarantined), http.StatusServiceUnavailable, retryQuarantine,
 		"the session is quarantined after an attempt whose outcome is unknown"},
 	{"quarantined", is(placement.ErrAmbiguous), http.StatusServiceUnavailable, retryDefault,

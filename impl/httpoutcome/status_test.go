@@ -32,6 +32,7 @@ func TestStatusTable(t *testing.T) {
 		{"outcome_unknown", &affinity.UnknownOutcomeError{Target: w}, 504, 0},
 		{"outcome_unknown", &affinity.UnknownOutcomeError{Target: w, Attempt: 3, Quarantine: &affinity.QuarantinedError{RetryAfter: time.Minute}}, 504, 0},
 		{"outcome_unknown", &ForwardError{Outcome: placement.Ambiguous, Written: true, Err: context.DeadlineExceeded}, 504, 0},
+		{"outcome_unknown", &placement.FencedError{Attempt: 7, Generation: 1}, 504, 0},
 		{"quarantined", &affinity.QuarantinedError{Target: w, RetryAfter: 2500 * time.Millisecond}, 503, 2500 * time.Millisecond},
 		{"quarantined", fmt.Errorf("start: %w", &affinity.QuarantinedError{Target: w}), 503, DefaultRetryAfter},
 		{"quarantined", &placement.AmbiguousError[string]{Key: "k"}, 503, DefaultRetryAfter},

@@ -180,7 +180,9 @@ type DriverStats struct {
 	// which was refused (*RefusedError).
 	Retries, Refused uint64
 	// Unknown: requests whose outcome is unknown (timeouts, cut streams:
-	// affinity.ErrOutcomeUnknown); Failed: other errors (the layer's typed
+	// affinity.ErrOutcomeUnknown; a timed-out placing dispatch whose
+	// quarantine a resolver settled before its own outcome came:
+	// placement.ErrFenced); Failed: other errors (the layer's typed
 	// errors, cancellations).
 	Unknown, Failed uint64
 	// RelayFailed: served requests whose relay failed (*RelayError).
@@ -278,7 +280,9 @@ func (d *Driver) Do(ctx context.Context, req affinity.Request, preq *picker.Requ
 		d.stats.relayFailed.Add(1)
 	case errors.Is(err, ErrRefused):
 		d.stats.refused.Add(1)
-	case errors.Is(err, affinity.ErrOutcomeUnknown):
+	case errors.Is(err, affinity.ErrOutcomeUnknown), errors.Is(err, placement.ErrFenced):
+		// Fenced: the dispatch timed out and its quarantine was settled
+		// before its own outcome came; for this request it is unknown.
 		d.stats.unknown.Add(1)
 	default:
 		d.stats.failed.Add(1)

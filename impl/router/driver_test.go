@@ -3,11 +3,13 @@ package router_test
 import (
 	"context"
 	"errors"
+	"net/http"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/placementlab/placement/impl/affinity"
+	"github.com/placementlab/placement/impl/httpoutcome"
 	"github.com/placementlab/placement/impl/picker"
 	"github.com/placementlab/placement/impl/placement"
 	"github.com/placementlab/placement/impl/router"
@@ -497,4 +499,33 @@ func TestDoCancelledAfterRefusal(t *testing.T) {
 	assert.Equal(t, 1, sends)
 	assert.Len(t, res.Refused, 1)
 	assertNoneInFlight(t, d, l)
+}
+
+// A placing dispatch that times out while a resolver settles its
+// quarantine (the worker's ledger said "arrived") gets the core's
+// *placement.FencedError from Complete: for this request the outcome is
+// unknown, so it counts as Unknown and maps to 504, never 500 (found by the
+// second new-user probe).
+func TestDriver_FencedAfterResolveIsUnknown(t *testing.T) {
+	clk := placement.NewManualClock(0)
+	l := newLayer(t, affinity.Config{Clock: clk, DispatchTimeout: time.Second}, 0, "w")
+	d := newDriver(t, router.Config{Layer: l})
+	send := func(ctx context.Context, x router.Dispatch) (placement.Outcome, router.Relay, error) {
+		require.NoError(t, clk.AdvanceBy(2*time.Second)) // the deadline passes: quarantined
+		qs := l.Quarantined()
+		require.Len(t, qs, 1)
+		require.NoError(t, l.Resolve(qs[0], placement.ResolveAccepted)) // the resolver
+		return placement.Ambiguous, nil, errors.New("timed out")
+	}
+	res, err := d.Do(context.Background(), session(t, "s"), nil, send)
+	require.ErrorIs(t, err, placement.ErrFenced)
+	require.Equal(t, 1, res.Attempts)
+	code, _ := httpoutcome.Status(err)
+	require.Equal(t, http.StatusGatewayTimeout, code)
+	st := d.Stats()
+	require.Equal(t, uint64(1), st.Unknown)
+	require.Zero(t, st.Failed)
+	got, ok := l.Query(session(t, "s").Session, affinity.PhaseDecode)
+	require.True(t, ok, "bound by the resolver's settlement")
+	require.Equal(t, affinity.WorkerOnly("w"), got)
 }
