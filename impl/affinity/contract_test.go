@@ -59,6 +59,18 @@ type env struct {
 	ns  affinity.Namespace
 }
 
+// startLimit bounds how long a test's Start may wait: under a broken
+// variant of the core or the layer (the bug zoo), a wait that should not
+// happen fails its test instead of hanging the package's run.
+const startLimit = 5 * time.Second
+
+// waitCtx returns a context that ends after startLimit (or with the test).
+func waitCtx(t testing.TB) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), startLimit)
+	t.Cleanup(cancel)
+	return ctx
+}
+
 // newEnv returns a layer in mode m on a manual clock at 0, with workers a,
 // b and c (identity boot-1, no ranks) joined.
 func newEnv(t *testing.T, m affinity.Mode, tweak ...func(*affinity.Config)) *env {
@@ -104,7 +116,7 @@ func (e *env) req(id string) affinity.Request {
 
 func (e *env) start(r affinity.Request) *affinity.Turn {
 	e.t.Helper()
-	tr, err := e.l.Start(context.Background(), r)
+	tr, err := e.l.Start(waitCtx(e.t), r)
 	require.NoError(e.t, err)
 	require.NotNil(e.t, tr)
 	return tr
@@ -218,7 +230,7 @@ func abc() []affinity.Candidate { return cands(wa, wb, wc) }
 // eligible candidate, or the pin).
 func (e *env) runPinned(r affinity.Request, cs []affinity.Candidate, allow func(string) bool) error {
 	e.t.Helper()
-	tr, err := e.l.Start(context.Background(), r)
+	tr, err := e.l.Start(waitCtx(e.t), r)
 	if err != nil {
 		return err
 	}
@@ -442,7 +454,7 @@ func TestContract_P4_PinDisagreesWithBinding(t *testing.T) {
 		e.bind(r, wa)
 		pinned := r
 		pinned.Pin, pinned.HasPin = wb, true
-		tr, err := e.l.Start(context.Background(), pinned)
+		tr, err := e.l.Start(waitCtx(t), pinned)
 		assert.Nil(t, tr, "Start: a Turn is returned only with a nil error")
 		var pe *affinity.PinError
 		require.ErrorAs(t, err, &pe)
@@ -886,7 +898,7 @@ func TestContract_S2_WaitWhilePlacing(t *testing.T) {
 		// A waiter that is served when the first request binds.
 		served := make(chan res, 1)
 		go func() {
-			tr, err := e.l.Start(context.Background(), r)
+			tr, err := e.l.Start(waitCtx(t), r)
 			served <- res{tr, err}
 		}()
 		require.Eventually(t, func() bool { return e.l.Stats().Waits == 2 }, 5*time.Second, time.Millisecond)
@@ -927,7 +939,7 @@ func TestContract_Q1_Quarantined(t *testing.T) {
 		attempt := e.ambiguous(r, wa)
 		require.NoError(t, e.clk.Advance(time.Minute))
 		if m == affinity.ModeHard {
-			tr, err := e.l.Start(context.Background(), r)
+			tr, err := e.l.Start(waitCtx(t), r)
 			assert.Nil(t, tr, "Start: a Turn is returned only with a nil error")
 			var qe *affinity.QuarantinedError
 			require.ErrorAs(t, err, &qe)
@@ -1291,7 +1303,7 @@ func TestAnchorBug_PinAgainstBinding(t *testing.T) {
 		e.bind(r, wa)
 		against := r
 		against.Pin, against.HasPin = wc, true
-		tr, err := e.l.Start(context.Background(), against)
+		tr, err := e.l.Start(waitCtx(t), against)
 		assert.Nil(t, tr, "Start: a Turn is returned only with a nil error")
 		require.ErrorIs(t, err, affinity.ErrPinConflict)
 		e.requireBound(r, wa)
@@ -1399,7 +1411,7 @@ func TestAnchorBug_TableExhaustionByFreshIDs(t *testing.T) {
 		for i := 0; i < flood; i++ {
 			require.NoError(t, e.clk.AdvanceBy(time.Second/18))
 			r := e.req(fmt.Sprintf("one-off-%d", i))
-			tr, err := e.l.Start(context.Background(), r)
+			tr, err := e.l.Start(waitCtx(t), r)
 			require.NoError(t, err, "fresh id %d", i)
 			if tr.Placing() {
 				placed++
@@ -1841,7 +1853,7 @@ func TestMembership_QuarantineEndsOnRestartOrLeave(t *testing.T) {
 					assert.Equal(t, 1, s.Quarantined)
 					assert.Zero(t, s.QuarantinesDropped)
 					require.Len(t, e.l.Quarantined(), 1)
-					tr, err := e.l.Start(context.Background(), r)
+					tr, err := e.l.Start(waitCtx(t), r)
 					if m == affinity.ModeHard {
 						require.ErrorIs(t, err, affinity.ErrQuarantined)
 					} else {
@@ -1892,7 +1904,7 @@ func TestPhases_KeptApart(t *testing.T) {
 		require.Equal(t, uint64(2), s.Binds)
 		require.Equal(t, uint64(2), s.Hits)
 
-		_, err := e.l.Start(context.Background(), affinity.Request{Session: dec.Session, Phase: 7})
+		_, err := e.l.Start(waitCtx(t), affinity.Request{Session: dec.Session, Phase: 7})
 		require.ErrorIs(t, err, placement.ErrInvalidArgument)
 		_, ok := e.l.Query(dec.Session, 7)
 		require.False(t, ok)
@@ -1972,7 +1984,7 @@ func TestStats_Counters(t *testing.T) {
 	// ineligible pin and a dispatch to a departed worker are.
 	pinned := e.req("pinned")
 	pinned.Pin, pinned.HasPin = affinity.WorkerOnly("ghost"), true
-	_, err := e.l.Start(context.Background(), pinned) // P2 comes before any binding is read
+	_, err := e.l.Start(waitCtx(t), pinned) // P2 comes before any binding is read
 	require.ErrorIs(t, err, affinity.ErrPinnedWorkerGone)
 	want.Errors = 1
 	check("an ineligible pin")

@@ -255,7 +255,7 @@ func TestEligibilityBindingComesBack(t *testing.T) {
 		}
 		bound := rapid.SampledFrom(cands).Draw(t, "bound").Target
 		key, _ := Namespace{}.Session("s")
-		turn, err := l.Start(context.Background(), Request{Session: key})
+		turn, err := l.Start(context.Background(), Request{Session: key}) // a fresh session: nothing to wait for
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -1,7 +1,6 @@
 package affinity_test
 
 import (
-	"context"
 	"fmt"
 	"testing"
 	"time"
@@ -45,7 +44,7 @@ func TestFloodOfOneOffIDs(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		tr, err := l.Start(context.Background(), affinity.Request{Session: key})
+		tr, err := l.Start(waitCtx(t), affinity.Request{Session: key})
 		if err != nil {
 			t.Fatalf("Start(%s): %v", id, err)
 		}

@@ -1,7 +1,6 @@
 package affinity_test
 
 import (
-	"context"
 	"errors"
 	"testing"
 
@@ -32,7 +31,7 @@ func TestProbe_InvalidPinBeforeConflict(t *testing.T) {
 	} {
 		p := r
 		p.Pin, p.HasPin = c.pin, true
-		_, err := e.l.Start(context.Background(), p)
+		_, err := e.l.Start(waitCtx(t), p)
 		require.ErrorIs(t, err, c.want, "pin %v", c.pin)
 		if c.want != affinity.ErrPinConflict {
 			require.NotErrorIs(t, err, affinity.ErrPinConflict, "pin %v", c.pin)

@@ -1,7 +1,6 @@
 package affinity
 
 import (
-	"context"
 	"errors"
 	"testing"
 
@@ -27,7 +26,7 @@ func TestContract_MembershipChangeBeforeDispatch(t *testing.T) {
 				}
 			}
 			key, _ := Namespace{}.Session("s")
-			turn, err := l.Start(context.Background(), Request{Session: key})
+			turn, err := l.Start(waitCtx(t), Request{Session: key})
 			if err != nil || !turn.Placing() {
 				t.Fatalf("Start: %v", err)
 			}
@@ -84,7 +83,7 @@ func TestContract_QuarantineEndsWithTheRestart(t *testing.T) {
 				}
 			}
 			key, _ := Namespace{}.Session("s")
-			turn, err := l.Start(context.Background(), Request{Session: key})
+			turn, err := l.Start(waitCtx(t), Request{Session: key})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -96,7 +95,7 @@ func TestContract_QuarantineEndsWithTheRestart(t *testing.T) {
 			var during error
 			testBeforeFence = func() {
 				testBeforeFence = nil
-				tr, err := l.Start(context.Background(), Request{Session: key})
+				tr, err := l.Start(waitCtx(t), Request{Session: key})
 				during = err
 				if err == nil {
 					if !tr.Placing() {
@@ -145,7 +144,7 @@ func TestContract_StartJudgesALiveBinding(t *testing.T) {
 	}
 	key, _ := Namespace{}.Session("s")
 	bind := func(w string) {
-		tr, err := l.Start(context.Background(), Request{Session: key})
+		tr, err := l.Start(waitCtx(t), Request{Session: key})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -168,7 +167,7 @@ func TestContract_StartJudgesALiveBinding(t *testing.T) {
 		}
 	}
 	defer func() { testAfterHit = nil }()
-	tr, err := l.Start(context.Background(), Request{Session: key})
+	tr, err := l.Start(waitCtx(t), Request{Session: key})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -198,7 +198,14 @@ func (t *Turn) unpinned(c Cause) *Turn {
 // reserved for this request, or the request goes unpinned.
 func (t *Turn) acquire(ctx context.Context) error {
 	l, key := t.l, t.req.Session.k
-	for {
+	for round := 0; ; round++ {
+		// Each round after the first follows one that ended something (a
+		// dead binding moved, a gone worker's quarantine ended); ctx
+		// bounds them, so a core that never lets them end cannot hold the
+		// request forever.
+		if err := ctx.Err(); err != nil && round > 0 {
+			return fmt.Errorf("%w: %w", placement.ErrCancelled, err)
+		}
 		a, err := t.c.TryAcquire(key)
 		if errors.Is(err, placement.ErrWouldWait) {
 			l.stats.waits.Add(1)
