@@ -139,6 +139,13 @@ func (b Branch) String() string {
 // Capacity blocks for every target it ever saw.
 //
 // As a picker it reads no Overloaded flag: put DropOverloaded before it.
+// A shared system prompt is a prefix too: when most prompts are short
+// beyond it, its blocks alone can pass Threshold on the target that served
+// it first, and with few requests in flight the balance rule never fires,
+// so one target takes every new session. Use the ratio as one Scorer among
+// load scorers, or put FollowPrefix (which needs a lead of MinBlocks over
+// the shortest match) before them.
+//
 // It is safe for concurrent use; picks are deterministic for a given
 // sequence of calls and Seed.
 type PrefixOverlap struct {

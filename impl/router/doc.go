@@ -18,6 +18,13 @@
 // A router: New a Driver over the layer, serve a Proxy, Run a Health and a
 // resolver (impl/resolver) beside it; cmd/router is the reference.
 //
+// Disaggregated serving (prefill and decode workers): one layer keeps both
+// phases' bindings apart, and its membership holds both pools. Make one
+// Driver per phase on the layer, each with Config.Allow admitting its own
+// pool (or Config.Candidates listing it), and one Proxy per phase
+// (Proxy.Phase); the router's handler runs the prefill Proxy, then the
+// decode one. Each Driver's Stats are then its phase's.
+//
 // It imports only the standard library, the core (impl/placement), the
 // affinity layer and the kit's packages (impl/picker, impl/httpoutcome).
 //
