@@ -4,6 +4,7 @@ import (
 	"container/heap"
 	"context"
 	"fmt"
+	"github.com/placementlab/placement/internal/blocklru"
 	"time"
 
 	"github.com/placementlab/placement/impl/affinity"
@@ -94,7 +95,7 @@ type worker struct {
 type rank struct {
 	w        *worker
 	target   affinity.Target
-	cache    *lru
+	cache    *blocklru.LRU
 	queue    []*job
 	busy     *job
 	active   []*job // queued, prefilling or decoding
@@ -531,7 +532,7 @@ func (s *sim) join(i int) {
 		k := len(s.workers)
 		w := &worker{idx: k, id: fmt.Sprintf("w%d", k)}
 		for r := range s.cfg.Ranks {
-			rk := &rank{w: w, target: affinity.Ranked(w.id, r), cache: newLRU(s.cfg.CacheBlocks)}
+			rk := &rank{w: w, target: affinity.Ranked(w.id, r), cache: blocklru.New(s.cfg.CacheBlocks)}
 			w.ranks = append(w.ranks, rk)
 		}
 		s.workers = append(s.workers, w)

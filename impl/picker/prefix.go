@@ -2,6 +2,7 @@ package picker
 
 import (
 	"fmt"
+	"github.com/placementlab/placement/internal/blocklru"
 	"math"
 	"sync"
 
@@ -153,7 +154,7 @@ type PrefixOverlap struct {
 	tb  *tieBreaker
 
 	mu  sync.RWMutex
-	idx map[affinity.Target]*blockLRU
+	idx map[affinity.Target]*blocklru.LRU
 }
 
 // NewPrefixOverlap returns a PrefixOverlap for cfg, or a *ConfigError.
@@ -162,7 +163,7 @@ func NewPrefixOverlap(cfg PrefixConfig) (*PrefixOverlap, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &PrefixOverlap{cfg: cfg, tb: newTieBreaker(cfg.Seed), idx: make(map[affinity.Target]*blockLRU)}, nil
+	return &PrefixOverlap{cfg: cfg, tb: newTieBreaker(cfg.Seed), idx: make(map[affinity.Target]*blocklru.LRU)}, nil
 }
 
 // Config returns p's configuration with its defaults filled in.
@@ -273,12 +274,10 @@ func (p *PrefixOverlap) Observe(r *Request, t affinity.Target, o placement.Outco
 	defer p.mu.Unlock()
 	b := p.idx[t]
 	if b == nil {
-		b = newBlockLRU(p.cfg.Capacity)
+		b = blocklru.New(p.cfg.Capacity)
 		p.idx[t] = b
 	}
-	for i := len(r.Blocks) - 1; i >= 0; i-- {
-		b.touch(r.Blocks[i])
-	}
+	b.Insert(r.Blocks) // last to first: the leading blocks end the most recent
 }
 
 // Forget drops what p learned of t (a worker-only t: of that target only;
@@ -306,7 +305,7 @@ func (p *PrefixOverlap) Held(t affinity.Target) int {
 	p.mu.RLock()
 	defer p.mu.RUnlock()
 	if b := p.idx[t]; b != nil {
-		return len(b.pos)
+		return b.Len()
 	}
 	return 0
 }
@@ -328,82 +327,5 @@ func (p *PrefixOverlap) matched(r *Request, t affinity.Target) int {
 	if b == nil {
 		return 0
 	}
-	n := 0
-	for _, h := range r.Blocks {
-		if _, ok := b.pos[h]; !ok {
-			break
-		}
-		n++
-	}
-	return n
-}
-
-// blockLRU is a set of block hashes with least-recently-used eviction: a
-// map to nodes of a doubly linked list kept in a slice (head: most recent).
-type blockLRU struct {
-	pos        map[uint64]int32
-	nodes      []lruNode
-	head, tail int32
-	capacity   int
-}
-
-// lruNode is one block in the list; -1 links mean none.
-type lruNode struct {
-	h          uint64
-	prev, next int32
-}
-
-// newBlockLRU returns an empty LRU of at most capacity blocks.
-func newBlockLRU(capacity int) *blockLRU {
-	return &blockLRU{pos: make(map[uint64]int32), head: -1, tail: -1, capacity: capacity}
-}
-
-// touch makes h the most recent block, adding it (and evicting the least
-// recent when full) if absent.
-func (b *blockLRU) touch(h uint64) {
-	if i, ok := b.pos[h]; ok {
-		b.unlink(i)
-		b.pushFront(i)
-		return
-	}
-	var i int32
-	if len(b.nodes) < b.capacity {
-		i = int32(len(b.nodes))
-		b.nodes = append(b.nodes, lruNode{})
-	} else {
-		i = b.tail
-		b.unlink(i)
-		delete(b.pos, b.nodes[i].h)
-	}
-	b.nodes[i].h = h
-	b.pos[h] = i
-	b.pushFront(i)
-}
-
-// unlink takes node i out of the list.
-func (b *blockLRU) unlink(i int32) {
-	n := &b.nodes[i]
-	if n.prev >= 0 {
-		b.nodes[n.prev].next = n.next
-	} else {
-		b.head = n.next
-	}
-	if n.next >= 0 {
-		b.nodes[n.next].prev = n.prev
-	} else {
-		b.tail = n.prev
-	}
-	n.prev, n.next = -1, -1
-}
-
-// pushFront links node i at the head.
-func (b *blockLRU) pushFront(i int32) {
-	b.nodes[i].prev, b.nodes[i].next = -1, b.head
-	if b.head >= 0 {
-		b.nodes[b.head].prev = i
-	}
-	b.head = i
-	if b.tail < 0 {
-		b.tail = i
-	}
+	return b.Match(r.Blocks)
 }

@@ -1,39 +1,45 @@
-package replay
+// Package blocklru is a set of block hashes of bounded capacity with
+// least-recently-used eviction: a worker's prefix cache as the replay
+// simulates it, and the picker's index of what it sent where. Nodes live in
+// one slice, linked by index, so it allocates little. It is not safe for
+// concurrent use.
+package blocklru
 
-// lru is a prefix cache of bounded capacity over block hashes, evicting
+// LRU is a prefix cache of bounded capacity over block hashes, evicting
 // the least recently used block. Nodes live in one slice, linked by index,
 // so a simulation of many requests allocates little.
-type lru struct {
+type LRU struct {
 	cap   int
 	index map[uint64]int32
-	nodes []lruNode
+	nodes []node
 	head  int32 // most recently used; -1 when empty
 	tail  int32 // least recently used
 }
 
-type lruNode struct {
+// node is one block in the list; -1 links mean none.
+type node struct {
 	hash       uint64
 	prev, next int32
 }
 
-// newLRU returns an empty cache holding at most capacity blocks
+// New returns an empty cache holding at most capacity blocks
 // (capacity >= 1).
-func newLRU(capacity int) *lru {
-	return &lru{cap: capacity, index: make(map[uint64]int32, min(capacity, 1<<16)), head: -1, tail: -1}
+func New(capacity int) *LRU {
+	return &LRU{cap: capacity, index: make(map[uint64]int32, min(capacity, 1<<10)), head: -1, tail: -1}
 }
 
 // Len returns the number of cached blocks.
-func (c *lru) Len() int { return len(c.index) }
+func (c *LRU) Len() int { return len(c.index) }
 
 // Contains reports whether h is cached, without touching its recency.
-func (c *lru) Contains(h uint64) bool {
+func (c *LRU) Contains(h uint64) bool {
 	_, ok := c.index[h]
 	return ok
 }
 
 // Match returns how many leading blocks of hashes are cached: the prefix
 // a request reuses. It does not touch recency.
-func (c *lru) Match(hashes []uint64) int {
+func (c *LRU) Match(hashes []uint64) int {
 	for i, h := range hashes {
 		if _, ok := c.index[h]; !ok {
 			return i
@@ -47,7 +53,7 @@ func (c *lru) Match(hashes []uint64) int {
 // frees a request's blocks tail first): under pressure a long prompt loses
 // its tail before its prefix. It adds the blocks not cached and evicts the
 // least recently used beyond capacity.
-func (c *lru) Insert(hashes []uint64) {
+func (c *LRU) Insert(hashes []uint64) {
 	for k := len(hashes) - 1; k >= 0; k-- {
 		h := hashes[k]
 		if i, ok := c.index[h]; ok {
@@ -60,7 +66,7 @@ func (c *lru) Insert(hashes []uint64) {
 			c.unlink(i)
 			delete(c.index, c.nodes[i].hash)
 		} else {
-			c.nodes = append(c.nodes, lruNode{})
+			c.nodes = append(c.nodes, node{})
 			i = int32(len(c.nodes) - 1)
 		}
 		c.nodes[i].hash = h
@@ -75,7 +81,7 @@ func (c *lru) Insert(hashes []uint64) {
 // nothing when anchor is not cached (the prefix is broken there: blocks
 // after it could never be hit) and stops when the only block left to
 // evict is the one it is inserting behind.
-func (c *lru) InsertAfter(anchor uint64, hashes []uint64) {
+func (c *LRU) InsertAfter(anchor uint64, hashes []uint64) {
 	a, ok := c.index[anchor]
 	if !ok {
 		return
@@ -98,7 +104,7 @@ func (c *lru) InsertAfter(anchor uint64, hashes []uint64) {
 			c.unlink(i)
 			delete(c.index, c.nodes[i].hash)
 		} else {
-			c.nodes = append(c.nodes, lruNode{})
+			c.nodes = append(c.nodes, node{})
 			i = int32(len(c.nodes) - 1)
 		}
 		c.nodes[i].hash = h
@@ -108,7 +114,7 @@ func (c *lru) InsertAfter(anchor uint64, hashes []uint64) {
 	}
 }
 
-func (c *lru) linkAfter(a, i int32) {
+func (c *LRU) linkAfter(a, i int32) {
 	n := &c.nodes[i]
 	n.prev, n.next = a, c.nodes[a].next
 	if n.next >= 0 {
@@ -120,13 +126,13 @@ func (c *lru) linkAfter(a, i int32) {
 }
 
 // Clear empties the cache (a worker's restart).
-func (c *lru) Clear() {
+func (c *LRU) Clear() {
 	clear(c.index)
 	c.nodes = c.nodes[:0]
 	c.head, c.tail = -1, -1
 }
 
-func (c *lru) unlink(i int32) {
+func (c *LRU) unlink(i int32) {
 	n := &c.nodes[i]
 	if n.prev >= 0 {
 		c.nodes[n.prev].next = n.next
@@ -141,7 +147,7 @@ func (c *lru) unlink(i int32) {
 	n.prev, n.next = -1, -1
 }
 
-func (c *lru) pushFront(i int32) {
+func (c *LRU) pushFront(i int32) {
 	n := &c.nodes[i]
 	n.prev, n.next = -1, c.head
 	if c.head >= 0 {
@@ -153,7 +159,7 @@ func (c *lru) pushFront(i int32) {
 	}
 }
 
-func (c *lru) moveFront(i int32) {
+func (c *LRU) moveFront(i int32) {
 	if c.head == i {
 		return
 	}
@@ -161,9 +167,8 @@ func (c *lru) moveFront(i int32) {
 	c.pushFront(i)
 }
 
-// order returns the cached hashes from most to least recently used (for
-// tests).
-func (c *lru) order() []uint64 {
+// Order returns the cached hashes from most to least recently used.
+func (c *LRU) Order() []uint64 {
 	var out []uint64
 	for i := c.head; i >= 0; i = c.nodes[i].next {
 		out = append(out, c.nodes[i].hash)
