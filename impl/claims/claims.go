@@ -1,0 +1,305 @@
+// Package claims is the backend-neutral claim store that router replicas
+// share a session's placement through (docs/claims.md; the protocol is
+// spec/tla/claims/Claims.tla). A claim binds a session key to a target
+// under the target's shared generation; it is immutable per revision, and
+// every change of a session's claim writes a new revision, ending the old
+// one. Backends: etcd (impl/claims/etcdstore), a shared directory
+// (impl/claims/dirstore) and memory (impl/claims/memstore, for tests of
+// the layers above). impl/claims/storetest checks any backend against the
+// contract.
+//
+// It imports only the standard library.
+package claims
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Target is where a session's requests go: a worker and, when the worker
+// serves data-parallel ranks, one of them (HasRank).
+type Target struct {
+	Worker  string
+	Rank    int
+	HasRank bool
+}
+
+// String formats t as worker or worker/rank.
+func (t Target) String() string {
+	if !t.HasRank {
+		return t.Worker
+	}
+	return fmt.Sprintf("%s/%d", t.Worker, t.Rank)
+}
+
+// State is a claim's state.
+type State uint8
+
+const (
+	// Bound: the session's requests go to the claim's target.
+	Bound State = iota + 1
+	// Quarantined: an attempt's outcome is unknown; nothing is dispatched
+	// for the session until Resolve settles it or the target's
+	// generation moves on.
+	Quarantined
+	// Closing: the session's final request ended on one replica while
+	// others still held leases; the last Unhold deletes the claim.
+	Closing
+)
+
+// String names s.
+func (s State) String() string {
+	switch s {
+	case Bound:
+		return "bound"
+	case Quarantined:
+		return "quarantined"
+	case Closing:
+		return "closing"
+	}
+	return fmt.Sprintf("State(%d)", uint8(s))
+}
+
+// Claim is one revision of a session's claim.
+type Claim struct {
+	// Key is the session key.
+	Key string
+	// Rev is the store revision that wrote this claim (etcd's mod
+	// revision). Two claims of a key with the same Rev are the same
+	// claim.
+	Rev int64
+	// Target is where the session's requests go.
+	Target Target
+	// Gen is the target worker's generation when the claim was written
+	// (the revision of its registration).
+	Gen int64
+	// State is Bound, Quarantined or Closing.
+	State State
+	// Attempt is the quarantined attempt's id (State Quarantined).
+	Attempt uint64
+}
+
+// Member is a registered worker.
+type Member struct {
+	// Worker is the worker's name.
+	Worker string
+	// Identity is what the worker registered with (an instance id): a
+	// registration with another identity is a restart.
+	Identity string
+	// Gen is the worker's generation: the revision of its registration.
+	Gen int64
+}
+
+// EventKind is what an Event says.
+type EventKind uint8
+
+const (
+	// Delete: revision Rev of Key is no longer current (deleted, expired,
+	// closed, or replaced by a newer revision).
+	Delete EventKind = iota + 1
+	// Reset: the stream may have lost events (a reconnect, a compaction, a
+	// cancelled watch, a watch overflow, a slow consumer); drop every
+	// cached claim not read again since.
+	Reset
+	// MembersChanged: a worker registered, re-registered or left; read
+	// Members again.
+	MembersChanged
+)
+
+// String names k.
+func (k EventKind) String() string {
+	switch k {
+	case Delete:
+		return "delete"
+	case Reset:
+		return "reset"
+	case MembersChanged:
+		return "members-changed"
+	}
+	return fmt.Sprintf("EventKind(%d)", uint8(k))
+}
+
+// Event is one item of a Store's event stream.
+type Event struct {
+	Kind EventKind
+	// Key and Rev: the revision that ended (Delete).
+	Key string
+	Rev int64
+	// Why says what caused a Reset (for logs and metrics).
+	Why string
+}
+
+// CloseResult is what Close did.
+type CloseResult uint8
+
+const (
+	// CloseDeleted: the claim was deleted.
+	CloseDeleted CloseResult = iota + 1
+	// CloseDeferred: other replicas hold leases on the claim; it is now
+	// Closing and the last Unhold deletes it.
+	CloseDeferred
+	// CloseStale: the revision is not current (already closed, expired,
+	// or replaced): nothing changed.
+	CloseStale
+)
+
+// String names r.
+func (r CloseResult) String() string {
+	switch r {
+	case CloseDeleted:
+		return "deleted"
+	case CloseDeferred:
+		return "deferred"
+	case CloseStale:
+		return "stale"
+	}
+	return fmt.Sprintf("CloseResult(%d)", uint8(r))
+}
+
+// Store is a linearizable claim store shared by router replicas. Every
+// method is safe for concurrent use; every write is fenced as its doc
+// says, and returns an error satisfying errors.Is(err, ErrUnavailable)
+// when the store could not be reached (the write may or may not have
+// happened only where the doc says so).
+type Store interface {
+	// CreateOrGet returns key's current claim. When there is none, or
+	// the current one is stale (its target's worker is gone or has
+	// another generation), it calls propose (only then), writes a Bound
+	// claim to the proposed target under the worker's current generation,
+	// and returns it with created true; first writer wins: a lost race
+	// returns the winner's claim. propose's error is returned as is; a
+	// proposal of an unregistered worker is ErrUnknownWorker.
+	CreateOrGet(ctx context.Context, key string, propose func() (Target, error)) (c Claim, created bool, err error)
+	// Get returns key's current claim, or ok false.
+	Get(ctx context.Context, key string) (c Claim, ok bool, err error)
+	// Hold records that replica holds leases on revision rev of key
+	// (ErrClaimMoved unless rev is current). Holds of a replica that
+	// stops (its session with the store ends) vanish.
+	Hold(ctx context.Context, key string, rev int64, replica string) error
+	// Unhold removes replica's hold on key; the last Unhold of a Closing
+	// claim deletes it. Unholding a key not held is not an error.
+	Unhold(ctx context.Context, key string, replica string) error
+	// Close is the session's final request on replica, after its last
+	// local lease on the claim ended: fenced by rev (CloseStale, nothing
+	// changed, unless rev is current), CloseDeleted when no other
+	// replica holds the claim, CloseDeferred (the claim is now Closing)
+	// when one does.
+	Close(ctx context.Context, key string, rev int64, replica string) (CloseResult, error)
+	// Quarantine writes key's claim Quarantined with the attempt
+	// dispatched under revision rev to the claim's target at generation
+	// gen; fenced by rev (ErrClaimMoved).
+	Quarantine(ctx context.Context, key string, rev int64, attempt uint64, gen int64) (Claim, error)
+	// Resolve settles key's quarantine, fenced by its attempt and
+	// generation (a *FencedError otherwise): accepted writes the claim
+	// Bound again (a new revision, returned with ok true), not accepted
+	// deletes it.
+	Resolve(ctx context.Context, key string, attempt uint64, gen int64, accepted bool) (c Claim, ok bool, err error)
+	// Touch restarts key's idle expiry (IdleTTL) if rev is current
+	// (ErrClaimMoved otherwise). A claim expires IdleTTL after its last
+	// Touch or write unless a replica holds it; a replica holding leases
+	// touches it at least every IdleTTL/3.
+	Touch(ctx context.Context, key string, rev int64) error
+	// Register registers worker with identity; its generation is the
+	// registration's revision (a new registration, a new generation).
+	// The registration lasts while the store session that made it does,
+	// or until Deregister.
+	Register(ctx context.Context, worker, identity string) (Member, error)
+	// Deregister removes worker's registration.
+	Deregister(ctx context.Context, worker string) error
+	// Members returns the registered workers and the revision read at.
+	Members(ctx context.Context) ([]Member, int64, error)
+	// ReplicaID returns a number unique among every replica that ever
+	// asked the store for one (at least 1, at most MaxReplicaID).
+	ReplicaID(ctx context.Context, replica string) (uint64, error)
+	// Events returns the store's event stream until ctx ends: Delete and
+	// MembersChanged in revision order per key, Reset whenever events may
+	// have been lost. The first event is a Reset (nothing is cached yet
+	// relative to it). The channel is closed when ctx ends or the store
+	// is closed.
+	Events(ctx context.Context) (<-chan Event, error)
+	// Shutdown releases the store's resources (its session: holds and
+	// registrations it made vanish).
+	Shutdown() error
+}
+
+// MaxReplicaID is the largest replica id: attempt ids are
+// replicaID<<AttemptShift | a local counter.
+const MaxReplicaID = 1<<(64-AttemptShift) - 1
+
+// AttemptShift is how far a replica id is shifted in its attempt ids.
+const AttemptShift = 40
+
+// FirstAttempt returns the first attempt id of the replica with id id:
+// every replica's ids are disjoint for 2^40 attempts.
+func FirstAttempt(id uint64) uint64 { return id << AttemptShift }
+
+var (
+	// ErrUnavailable: the store could not be reached.
+	ErrUnavailable = errors.New("claims: store unavailable")
+	// ErrClaimMoved: the revision a write was fenced by is not current.
+	ErrClaimMoved = errors.New("claims: claim revision is not current")
+	// ErrFenced: a Resolve's attempt or generation is not the quarantine's.
+	ErrFenced = errors.New("claims: fenced")
+	// ErrUnknownWorker: a proposal names a worker that is not registered.
+	ErrUnknownWorker = errors.New("claims: unknown worker")
+	// ErrClosed: the store was closed.
+	ErrClosed = errors.New("claims: store closed")
+	// ErrInvalidArgument: an empty key, worker or replica name, or a
+	// zero revision.
+	ErrInvalidArgument = errors.New("claims: invalid argument")
+)
+
+// FencedError is a Resolve that does not match key's quarantine.
+type FencedError struct {
+	Key     string
+	Attempt uint64
+	Gen     int64
+	// Current is the claim found, if any (Found).
+	Current Claim
+	Found   bool
+}
+
+// Error describes e.
+func (e *FencedError) Error() string {
+	if !e.Found {
+		return fmt.Sprintf("claims: resolve of %q attempt %d gen %d: no claim", e.Key, e.Attempt, e.Gen)
+	}
+	return fmt.Sprintf("claims: resolve of %q attempt %d gen %d: claim is %s attempt %d gen %d at rev %d",
+		e.Key, e.Attempt, e.Gen, e.Current.State, e.Current.Attempt, e.Current.Gen, e.Current.Rev)
+}
+
+// Is makes errors.Is(err, ErrFenced) true.
+func (e *FencedError) Is(target error) bool { return target == ErrFenced }
+
+// UnavailableError wraps a backend's error when the store could not be
+// reached.
+type UnavailableError struct {
+	Op  string
+	Err error
+}
+
+// Error describes e.
+func (e *UnavailableError) Error() string { return "claims: " + e.Op + ": store unavailable: " + e.Err.Error() }
+
+// Unwrap returns the backend's error.
+func (e *UnavailableError) Unwrap() error { return e.Err }
+
+// Is makes errors.Is(err, ErrUnavailable) true.
+func (e *UnavailableError) Is(target error) bool { return target == ErrUnavailable }
+
+// Options are what every backend takes.
+type Options struct {
+	// IdleTTL is how long a claim lives after its last use on any
+	// replica. Zero means DefaultIdleTTL.
+	IdleTTL time.Duration
+	// Prefix namespaces the store's keys. Zero means DefaultPrefix.
+	Prefix string
+}
+
+// DefaultIdleTTL is a claim's idle time-to-live when Options leave it zero.
+const DefaultIdleTTL = 30 * time.Minute
+
+// DefaultPrefix is the key prefix when Options leave it empty.
+const DefaultPrefix = "placement/"
