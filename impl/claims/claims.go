@@ -281,7 +281,9 @@ type UnavailableError struct {
 }
 
 // Error describes e.
-func (e *UnavailableError) Error() string { return "claims: " + e.Op + ": store unavailable: " + e.Err.Error() }
+func (e *UnavailableError) Error() string {
+	return "claims: " + e.Op + ": store unavailable: " + e.Err.Error()
+}
 
 // Unwrap returns the backend's error.
 func (e *UnavailableError) Unwrap() error { return e.Err }
