@@ -42,9 +42,7 @@ func consumer(t *testing.T, pkgs ...string) (gosum string, buildMods []string) {
 	if !os.IsNotExist(err) {
 		require.NoError(t, err)
 	}
-	for _, m := range strings.Fields(run("list", "-deps", "-f", "{{with .Module}}{{.Path}}{{end}}", ".")) {
-		buildMods = append(buildMods, m)
-	}
+	buildMods = append(buildMods, strings.Fields(run("list", "-deps", "-f", "{{with .Module}}{{.Path}}{{end}}", "."))...)
 	return string(b), buildMods
 }
 
