@@ -176,7 +176,10 @@ type Store interface {
 	Get(ctx context.Context, key string) (c Claim, ok bool, err error)
 	// Hold records that replica holds leases on revision rev of key
 	// (ErrClaimMoved unless rev is current). Holds of a replica that
-	// stops (its session with the store ends) vanish.
+	// stops (its session with the store ends) vanish. Holds belong to
+	// the claim's lineage: they survive its rewrites (Quarantine, Resolve
+	// accepted, a deferred Close) and end when it is deleted, expires or
+	// is replaced as stale by CreateOrGet.
 	Hold(ctx context.Context, key string, rev int64, replica string) error
 	// Unhold removes replica's hold on key; the last Unhold of a Closing
 	// claim deletes it. Unholding a key not held is not an error.
@@ -189,7 +192,8 @@ type Store interface {
 	Close(ctx context.Context, key string, rev int64, replica string) (CloseResult, error)
 	// Quarantine writes key's claim Quarantined with the attempt
 	// dispatched under revision rev to the claim's target at generation
-	// gen; fenced by rev (ErrClaimMoved).
+	// gen; fenced by rev (ErrClaimMoved), and gen must be the claim's
+	// generation (ErrClaimMoved otherwise).
 	Quarantine(ctx context.Context, key string, rev int64, attempt uint64, gen int64) (Claim, error)
 	// Resolve settles key's quarantine, fenced by its attempt and
 	// generation (a *FencedError otherwise): accepted writes the claim
@@ -198,8 +202,8 @@ type Store interface {
 	Resolve(ctx context.Context, key string, attempt uint64, gen int64, accepted bool) (c Claim, ok bool, err error)
 	// Touch restarts key's idle expiry (IdleTTL) if rev is current
 	// (ErrClaimMoved otherwise). A claim expires IdleTTL after its last
-	// Touch or write unless a replica holds it; a replica holding leases
-	// touches it at least every IdleTTL/3.
+	// Touch or write; a hold alone does not keep it alive: a replica
+	// holding leases touches it at least every IdleTTL/3.
 	Touch(ctx context.Context, key string, rev int64) error
 	// Register registers worker with identity; its generation is the
 	// registration's revision (a new registration, a new generation).
@@ -211,7 +215,9 @@ type Store interface {
 	// Members returns the registered workers and the revision read at.
 	Members(ctx context.Context) ([]Member, int64, error)
 	// ReplicaID returns a number unique among every replica that ever
-	// asked the store for one (at least 1, at most MaxReplicaID).
+	// asked the store for one (at least 1, at most MaxReplicaID): every
+	// call returns a new number, so a restarted replica of the same name
+	// never reuses its earlier attempt ids.
 	ReplicaID(ctx context.Context, replica string) (uint64, error)
 	// Events returns the store's event stream until ctx ends: Delete and
 	// MembersChanged in revision order per key, Reset whenever events may

@@ -1,0 +1,73 @@
+package claims_test
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/placementlab/placement/impl/claims"
+)
+
+func TestStrings(t *testing.T) {
+	require.Equal(t, "w1", claims.Target{Worker: "w1", Rank: 3}.String(), "a rank without HasRank is not shown")
+	require.Equal(t, "w1/0", claims.Target{Worker: "w1", HasRank: true}.String())
+	require.Equal(t, "w1/3", claims.Target{Worker: "w1", Rank: 3, HasRank: true}.String())
+	for s, want := range map[claims.State]string{
+		claims.Bound: "bound", claims.Quarantined: "quarantined", claims.Closing: "closing", 0: "State(0)", 9: "State(9)",
+	} {
+		require.Equal(t, want, s.String())
+	}
+	for k, want := range map[claims.EventKind]string{
+		claims.Delete: "delete", claims.Reset: "reset", claims.MembersChanged: "members-changed", 0: "EventKind(0)",
+	} {
+		require.Equal(t, want, k.String())
+	}
+	for r, want := range map[claims.CloseResult]string{
+		claims.CloseDeleted: "deleted", claims.CloseDeferred: "deferred", claims.CloseStale: "stale", 7: "CloseResult(7)",
+	} {
+		require.Equal(t, want, r.String())
+	}
+}
+
+func TestTypedErrors(t *testing.T) {
+	fe := &claims.FencedError{Key: "s", Attempt: 4, Gen: 2}
+	var err error = fmt.Errorf("wrapped: %w", fe)
+	require.ErrorIs(t, err, claims.ErrFenced)
+	require.NotErrorIs(t, err, claims.ErrClaimMoved)
+	var got *claims.FencedError
+	require.ErrorAs(t, err, &got)
+	require.Same(t, fe, got)
+	require.Contains(t, fe.Error(), "no claim")
+	fe.Found = true
+	fe.Current = claims.Claim{Key: "s", Rev: 9, State: claims.Quarantined, Attempt: 5, Gen: 2}
+	require.Equal(t, `claims: resolve of "s" attempt 4 gen 2: claim is quarantined attempt 5 gen 2 at rev 9`, fe.Error())
+
+	cause := errors.New("dial tcp: refused")
+	ue := &claims.UnavailableError{Op: "get", Err: cause}
+	err = fmt.Errorf("wrapped: %w", ue)
+	require.ErrorIs(t, err, claims.ErrUnavailable)
+	require.ErrorIs(t, err, cause, "Unwrap reaches the backend's error")
+	require.NotErrorIs(t, err, claims.ErrFenced)
+	require.Equal(t, "claims: get: store unavailable: dial tcp: refused", ue.Error())
+
+	sentinels := []error{claims.ErrUnavailable, claims.ErrClaimMoved, claims.ErrFenced, claims.ErrUnknownWorker, claims.ErrClosed, claims.ErrInvalidArgument}
+	for i, a := range sentinels {
+		for j, b := range sentinels {
+			require.Equal(t, i == j, errors.Is(a, b), "%v is %v", a, b)
+		}
+	}
+}
+
+func TestAttemptSpace(t *testing.T) {
+	require.Equal(t, uint64(1)<<40, claims.FirstAttempt(1))
+	require.Equal(t, uint64(math.MaxUint64)>>claims.AttemptShift, uint64(claims.MaxReplicaID))
+	// The largest replica id's attempts still fit: no two replicas' ranges
+	// overlap and none wraps.
+	last := claims.FirstAttempt(claims.MaxReplicaID)
+	require.Equal(t, uint64(math.MaxUint64), last|(1<<claims.AttemptShift-1))
+	require.Less(t, claims.FirstAttempt(claims.MaxReplicaID-1), last)
+	require.Zero(t, claims.FirstAttempt(0), "0 is never a replica id: its range holds attempt 0")
+}

@@ -1,0 +1,51 @@
+package claims_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/placementlab/placement/impl/claims"
+	"github.com/placementlab/placement/impl/claims/memstore"
+	"github.com/placementlab/placement/impl/placement"
+)
+
+// A replica's use of a Store (here the in-memory backend): the first turn
+// of a session claims it, an ambiguous dispatch quarantines the claim,
+// Resolve settles it, and the session's final request closes it.
+func Example() {
+	ctx := context.Background()
+	b := memstore.NewBackend(memstore.Config{IdleTTL: time.Minute, Clock: placement.NewManualClock(0)})
+	defer b.Close()
+	var store claims.Store = b.Open("replica-a")
+	defer store.Shutdown()
+
+	id, _ := store.ReplicaID(ctx, "replica-a")
+	attempt := claims.FirstAttempt(id) + 1
+	w, _ := store.Register(ctx, "worker-1", "boot-1")
+
+	c, created, _ := store.CreateOrGet(ctx, "session-42", func() (claims.Target, error) {
+		return claims.Target{Worker: w.Worker}, nil
+	})
+	fmt.Println("claimed:", c.Target, c.State, created)
+
+	q, _ := store.Quarantine(ctx, "session-42", c.Rev, attempt, c.Gen)
+	fmt.Println("after an ambiguous dispatch:", q.State)
+	_, _, err := store.Resolve(ctx, "session-42", attempt+1, q.Gen, true)
+	fmt.Println("another attempt's resolve is fenced:", errors.Is(err, claims.ErrFenced))
+	r, _, _ := store.Resolve(ctx, "session-42", attempt, q.Gen, true)
+	fmt.Println("resolved:", r.State, r.Rev > q.Rev)
+
+	res, _ := store.Close(ctx, "session-42", c.Rev, "replica-a")
+	fmt.Println("close by the first revision:", res)
+	res, _ = store.Close(ctx, "session-42", r.Rev, "replica-a")
+	fmt.Println("close by the current revision:", res)
+	// Output:
+	// claimed: worker-1 bound true
+	// after an ambiguous dispatch: quarantined
+	// another attempt's resolve is fenced: true
+	// resolved: bound true
+	// close by the first revision: stale
+	// close by the current revision: deleted
+}
