@@ -1,0 +1,472 @@
+package memstore
+
+import (
+	"context"
+	"fmt"
+	"sort"
+
+	"github.com/placementlab/placement/impl/claims"
+)
+
+// handle is one replica's claims.Store on a Backend.
+type handle struct {
+	b    *Backend
+	name string
+
+	// Guarded by b.mu.
+	unavailable bool
+	held        bool
+	dead        bool
+	subs        map[*sub]struct{}
+}
+
+var _ claims.Store = (*handle)(nil)
+
+// begin locks the backend and checks that h can serve op: ctx live, h
+// open and reachable. On success the caller holds b.mu and must unlock it;
+// expiry has been applied at the current time.
+func (h *handle) begin(ctx context.Context, op string) error {
+	if ctx == nil {
+		return invalid(op, "nil context")
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	h.b.mu.Lock()
+	switch {
+	case h.dead || h.b.closed:
+		h.b.mu.Unlock()
+		return fmt.Errorf("memstore: %s: %w", op, claims.ErrClosed)
+	case h.unavailable:
+		h.b.mu.Unlock()
+		return &claims.UnavailableError{Op: op, Err: ErrInjected}
+	}
+	h.b.expireLocked(false)
+	return nil
+}
+
+// CreateOrGet implements claims.Store.
+func (h *handle) CreateOrGet(ctx context.Context, key string, propose func() (claims.Target, error)) (claims.Claim, bool, error) {
+	const op = "create-or-get"
+	if key == "" {
+		return claims.Claim{}, false, invalid(op, "empty key")
+	}
+	if propose == nil {
+		return claims.Claim{}, false, invalid(op, "nil propose")
+	}
+	b := h.b
+	for {
+		if err := h.begin(ctx, op); err != nil {
+			return claims.Claim{}, false, err
+		}
+		var seen int64
+		if r := b.claims[key]; r != nil {
+			if !b.staleLocked(r.c) {
+				c := r.c
+				b.mu.Unlock()
+				return c, false, nil
+			}
+			seen = r.c.Rev
+		}
+		b.mu.Unlock()
+
+		t, err := propose()
+		if err != nil {
+			return claims.Claim{}, false, err
+		}
+		if t.HasRank && t.Rank < 0 {
+			return claims.Claim{}, false, invalid(op, fmt.Sprintf("negative rank in proposal %v", t))
+		}
+
+		if err := h.begin(ctx, op); err != nil {
+			return claims.Claim{}, false, err
+		}
+		var cur int64
+		if r := b.claims[key]; r != nil {
+			cur = r.c.Rev
+		}
+		if cur != seen {
+			// Lost the race: read the winner (or propose again if it is
+			// stale already).
+			b.mu.Unlock()
+			continue
+		}
+		reg := b.members[t.Worker]
+		if reg == nil {
+			b.mu.Unlock()
+			return claims.Claim{}, false, fmt.Errorf("memstore: %s %q: proposed worker %q: %w", op, key, t.Worker, claims.ErrUnknownWorker)
+		}
+		// A stale claim's lineage ends: a new claim starts with no holds.
+		c := b.writeLocked(claims.Claim{Key: key, Target: t, Gen: reg.m.Gen, State: claims.Bound}, nil)
+		b.mu.Unlock()
+		return c, true, nil
+	}
+}
+
+// Get implements claims.Store.
+func (h *handle) Get(ctx context.Context, key string) (claims.Claim, bool, error) {
+	if key == "" {
+		return claims.Claim{}, false, invalid("get", "empty key")
+	}
+	if err := h.begin(ctx, "get"); err != nil {
+		return claims.Claim{}, false, err
+	}
+	defer h.b.mu.Unlock()
+	r := h.b.claims[key]
+	if r == nil {
+		return claims.Claim{}, false, nil
+	}
+	return r.c, true, nil
+}
+
+// current returns key's claim if its revision is rev, or an
+// ErrClaimMoved error. The caller holds b.mu.
+func (h *handle) current(op, key string, rev int64) (*record, error) {
+	r := h.b.claims[key]
+	if r == nil {
+		return nil, fmt.Errorf("memstore: %s %q rev %d: no claim: %w", op, key, rev, claims.ErrClaimMoved)
+	}
+	if r.c.Rev != rev {
+		return nil, fmt.Errorf("memstore: %s %q rev %d: current rev is %d: %w", op, key, rev, r.c.Rev, claims.ErrClaimMoved)
+	}
+	return r, nil
+}
+
+// Hold implements claims.Store.
+func (h *handle) Hold(ctx context.Context, key string, rev int64, replica string) error {
+	const op = "hold"
+	switch {
+	case key == "":
+		return invalid(op, "empty key")
+	case rev <= 0:
+		return invalid(op, "revision not positive")
+	case replica == "":
+		return invalid(op, "empty replica")
+	}
+	if err := h.begin(ctx, op); err != nil {
+		return err
+	}
+	defer h.b.mu.Unlock()
+	r, err := h.current(op, key, rev)
+	if err != nil {
+		return err
+	}
+	r.holders[replica] = h
+	return nil
+}
+
+// Unhold implements claims.Store.
+func (h *handle) Unhold(ctx context.Context, key string, replica string) error {
+	const op = "unhold"
+	switch {
+	case key == "":
+		return invalid(op, "empty key")
+	case replica == "":
+		return invalid(op, "empty replica")
+	}
+	if err := h.begin(ctx, op); err != nil {
+		return err
+	}
+	defer h.b.mu.Unlock()
+	r := h.b.claims[key]
+	if r == nil {
+		return nil
+	}
+	if _, ok := r.holders[replica]; !ok {
+		return nil
+	}
+	delete(r.holders, replica)
+	if r.c.State == claims.Closing && len(r.holders) == 0 {
+		h.b.deleteLocked(key, r)
+	}
+	return nil
+}
+
+// Close implements claims.Store.
+func (h *handle) Close(ctx context.Context, key string, rev int64, replica string) (claims.CloseResult, error) {
+	const op = "close"
+	switch {
+	case key == "":
+		return 0, invalid(op, "empty key")
+	case rev <= 0:
+		return 0, invalid(op, "revision not positive")
+	case replica == "":
+		return 0, invalid(op, "empty replica")
+	}
+	if err := h.begin(ctx, op); err != nil {
+		return 0, err
+	}
+	defer h.b.mu.Unlock()
+	r := h.b.claims[key]
+	if r == nil || r.c.Rev != rev {
+		return claims.CloseStale, nil
+	}
+	delete(r.holders, replica)
+	if len(r.holders) == 0 {
+		h.b.deleteLocked(key, r)
+		return claims.CloseDeleted, nil
+	}
+	if r.c.State != claims.Closing {
+		c := r.c
+		c.State = claims.Closing
+		c.Attempt = 0
+		h.b.writeLocked(c, r.holders)
+	}
+	return claims.CloseDeferred, nil
+}
+
+// Quarantine implements claims.Store.
+func (h *handle) Quarantine(ctx context.Context, key string, rev int64, attempt uint64, gen int64) (claims.Claim, error) {
+	const op = "quarantine"
+	switch {
+	case key == "":
+		return claims.Claim{}, invalid(op, "empty key")
+	case rev <= 0:
+		return claims.Claim{}, invalid(op, "revision not positive")
+	case gen <= 0:
+		return claims.Claim{}, invalid(op, "generation not positive")
+	}
+	if err := h.begin(ctx, op); err != nil {
+		return claims.Claim{}, err
+	}
+	defer h.b.mu.Unlock()
+	r, err := h.current(op, key, rev)
+	if err != nil {
+		return claims.Claim{}, err
+	}
+	if r.c.Gen != gen {
+		return claims.Claim{}, fmt.Errorf("memstore: %s %q rev %d: generation %d is not the claim's %d: %w", op, key, rev, gen, r.c.Gen, claims.ErrClaimMoved)
+	}
+	c := r.c
+	c.State = claims.Quarantined
+	c.Attempt = attempt
+	return h.b.writeLocked(c, r.holders), nil
+}
+
+// Resolve implements claims.Store.
+func (h *handle) Resolve(ctx context.Context, key string, attempt uint64, gen int64, accepted bool) (claims.Claim, bool, error) {
+	const op = "resolve"
+	switch {
+	case key == "":
+		return claims.Claim{}, false, invalid(op, "empty key")
+	case gen <= 0:
+		return claims.Claim{}, false, invalid(op, "generation not positive")
+	}
+	if err := h.begin(ctx, op); err != nil {
+		return claims.Claim{}, false, err
+	}
+	defer h.b.mu.Unlock()
+	r := h.b.claims[key]
+	if r == nil {
+		return claims.Claim{}, false, &claims.FencedError{Key: key, Attempt: attempt, Gen: gen}
+	}
+	if r.c.State != claims.Quarantined || r.c.Attempt != attempt || r.c.Gen != gen {
+		return claims.Claim{}, false, &claims.FencedError{Key: key, Attempt: attempt, Gen: gen, Current: r.c, Found: true}
+	}
+	if !accepted {
+		h.b.deleteLocked(key, r)
+		return claims.Claim{}, false, nil
+	}
+	c := r.c
+	c.State = claims.Bound
+	c.Attempt = 0
+	return h.b.writeLocked(c, r.holders), true, nil
+}
+
+// Touch implements claims.Store.
+func (h *handle) Touch(ctx context.Context, key string, rev int64) error {
+	const op = "touch"
+	switch {
+	case key == "":
+		return invalid(op, "empty key")
+	case rev <= 0:
+		return invalid(op, "revision not positive")
+	}
+	if err := h.begin(ctx, op); err != nil {
+		return err
+	}
+	defer h.b.mu.Unlock()
+	r, err := h.current(op, key, rev)
+	if err != nil {
+		return err
+	}
+	r.deadline = h.b.now() + h.b.ttl
+	return nil
+}
+
+// Register implements claims.Store.
+func (h *handle) Register(ctx context.Context, worker, identity string) (claims.Member, error) {
+	if worker == "" {
+		return claims.Member{}, invalid("register", "empty worker")
+	}
+	if err := h.begin(ctx, "register"); err != nil {
+		return claims.Member{}, err
+	}
+	defer h.b.mu.Unlock()
+	b := h.b
+	b.rev++
+	m := claims.Member{Worker: worker, Identity: identity, Gen: b.rev}
+	b.members[worker] = &registration{m: m, owner: h}
+	b.broadcastLocked(claims.Event{Kind: claims.MembersChanged, Key: worker, Rev: b.rev})
+	return m, nil
+}
+
+// Deregister implements claims.Store.
+func (h *handle) Deregister(ctx context.Context, worker string) error {
+	if worker == "" {
+		return invalid("deregister", "empty worker")
+	}
+	if err := h.begin(ctx, "deregister"); err != nil {
+		return err
+	}
+	defer h.b.mu.Unlock()
+	b := h.b
+	if _, ok := b.members[worker]; !ok {
+		return nil
+	}
+	delete(b.members, worker)
+	b.rev++
+	b.broadcastLocked(claims.Event{Kind: claims.MembersChanged, Key: worker, Rev: b.rev})
+	return nil
+}
+
+// Members implements claims.Store.
+func (h *handle) Members(ctx context.Context) ([]claims.Member, int64, error) {
+	if err := h.begin(ctx, "members"); err != nil {
+		return nil, 0, err
+	}
+	defer h.b.mu.Unlock()
+	out := make([]claims.Member, 0, len(h.b.members))
+	for _, reg := range h.b.members {
+		out = append(out, reg.m)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Worker < out[j].Worker })
+	return out, h.b.rev, nil
+}
+
+// ReplicaID implements claims.Store: every call returns a new number.
+func (h *handle) ReplicaID(ctx context.Context, replica string) (uint64, error) {
+	if replica == "" {
+		return 0, invalid("replica-id", "empty replica")
+	}
+	if err := h.begin(ctx, "replica-id"); err != nil {
+		return 0, err
+	}
+	defer h.b.mu.Unlock()
+	if h.b.replicaSeq >= claims.MaxReplicaID {
+		return 0, fmt.Errorf("memstore: replica-id: all %d replica ids are used", uint64(claims.MaxReplicaID))
+	}
+	h.b.replicaSeq++
+	return h.b.replicaSeq, nil
+}
+
+// Events implements claims.Store.
+func (h *handle) Events(ctx context.Context) (<-chan claims.Event, error) {
+	if ctx == nil {
+		return nil, invalid("events", "nil context")
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	b := h.b
+	b.mu.Lock()
+	if h.dead || b.closed {
+		b.mu.Unlock()
+		return nil, fmt.Errorf("memstore: events: %w", claims.ErrClosed)
+	}
+	s := &sub{
+		h:    h,
+		ch:   make(chan claims.Event),
+		wake: make(chan struct{}, 1),
+		done: make(chan struct{}),
+	}
+	h.subs[s] = struct{}{}
+	if h.unavailable {
+		s.disconnected = true // the first Reset comes when the store returns
+	} else {
+		b.pushLocked(s, claims.Event{Kind: claims.Reset, Why: "stream start"})
+	}
+	b.mu.Unlock()
+	go s.pump(ctx)
+	return s.ch, nil
+}
+
+// Shutdown implements claims.Store: h's holds and registrations vanish,
+// its streams close, later calls fail with claims.ErrClosed.
+func (h *handle) Shutdown() error {
+	h.b.mu.Lock()
+	defer h.b.mu.Unlock()
+	if !h.dead {
+		h.b.endSessionLocked(h, true)
+	}
+	return nil
+}
+
+// sub is one event stream.
+type sub struct {
+	h    *handle
+	ch   chan claims.Event
+	wake chan struct{} // a token: the queue or hold changed
+	done chan struct{} // closed when the handle ends
+
+	// Guarded by h.b.mu.
+	q            []claims.Event
+	disconnected bool
+	dupNext      bool
+	ended        bool
+}
+
+func (s *sub) signal() {
+	select {
+	case s.wake <- struct{}{}:
+	default:
+	}
+}
+
+// end closes s's done channel once. The caller holds b.mu.
+func (s *sub) end() {
+	if !s.ended {
+		s.ended = true
+		close(s.done)
+	}
+}
+
+// pump delivers s's queue to its channel until ctx or the handle ends.
+func (s *sub) pump(ctx context.Context) {
+	b := s.h.b
+	defer func() {
+		b.mu.Lock()
+		delete(s.h.subs, s)
+		s.end()
+		s.q = nil
+		b.mu.Unlock()
+		close(s.ch)
+	}()
+	for {
+		b.mu.Lock()
+		var ev claims.Event
+		ok := !s.h.held && len(s.q) > 0
+		if ok {
+			ev = s.q[0]
+			s.q = s.q[1:]
+		}
+		b.mu.Unlock()
+		if !ok {
+			select {
+			case <-s.wake:
+				continue
+			case <-s.done:
+				return
+			case <-ctx.Done():
+				return
+			}
+		}
+		select {
+		case s.ch <- ev:
+		case <-s.done:
+			return
+		case <-ctx.Done():
+			return
+		}
+	}
+}
