@@ -1,0 +1,167 @@
+package embedded
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	clientv3 "go.etcd.io/etcd/client/v3"
+)
+
+func testContext(t *testing.T, d time.Duration) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// TestStartCloseNoLeak starts and closes a one-member and a three-member
+// cluster (stopping and restarting a member, a client through a proxy)
+// and checks that every goroutine they started ends. The last to end are
+// the members' peer HTTP keep-alive connections (etcd's peer round
+// tripper, used for version checks and lease renewals sent to the leader,
+// is never closed): they end by their 5 s read timeout, so the check
+// waits up to 10 s.
+func TestStartCloseNoLeak(t *testing.T) {
+	before := runtime.NumGoroutine()
+	ctx := testContext(t, time.Minute)
+	for _, n := range []int{1, 3} {
+		start := time.Now()
+		c, err := Start(ctx, Config{Members: n})
+		require.NoError(t, err)
+		t.Logf("%d members: started in %v", n, time.Since(start))
+		require.Equal(t, n, c.Size())
+		require.Len(t, c.Endpoints(), n)
+		_, err = c.Client().Put(ctx, "k", "v")
+		require.NoError(t, err)
+		wch := c.Client().Watch(ctx, "k") // a stream StopMember and Close must cut
+		_ = wch
+
+		// A member stopped and restarted keeps its data.
+		last := n - 1
+		start = time.Now()
+		require.NoError(t, c.StopMember(last))
+		require.False(t, c.Running(last))
+		require.NoError(t, c.StopMember(last), "stopping a stopped member")
+		t.Logf("%d members: member stopped in %v", n, time.Since(start))
+		start = time.Now()
+		require.NoError(t, c.RestartMember(ctx, last))
+		require.True(t, c.Running(last))
+		t.Logf("%d members: member restarted in %v", n, time.Since(start))
+		ep, err := c.Endpoint(last)
+		require.NoError(t, err)
+		cli, err := c.NewClient(ep)
+		require.NoError(t, err)
+		require.Eventually(t, func() bool {
+			gctx, cancel := context.WithTimeout(ctx, time.Second)
+			defer cancel()
+			resp, err := cli.Get(gctx, "k")
+			return err == nil && len(resp.Kvs) == 1 && string(resp.Kvs[0].Value) == "v"
+		}, 10*time.Second, 20*time.Millisecond)
+
+		// A client through a proxy.
+		p, err := c.Proxy(0)
+		require.NoError(t, err)
+		pcli, err := c.NewClient(p.Endpoint())
+		require.NoError(t, err)
+		_, err = pcli.Get(ctx, "k")
+		require.NoError(t, err)
+
+		require.NoError(t, pcli.Close())
+		require.NoError(t, p.Close())
+		require.NoError(t, cli.Close())
+		start = time.Now()
+		require.NoError(t, c.Close())
+		require.NoError(t, c.Close(), "a second Close")
+		t.Logf("%d members: closed in %v", n, time.Since(start))
+	}
+	start := time.Now()
+	deadline := start.Add(10 * time.Second)
+	for runtime.NumGoroutine() > before {
+		if time.Now().After(deadline) {
+			buf := make([]byte, 1<<20)
+			t.Fatalf("goroutine leak: %d before, %d after\n%s", before, runtime.NumGoroutine(), buf[:runtime.Stack(buf, true)])
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Logf("goroutines back to %d (from %d) %v after the last Close", runtime.NumGoroutine(), before, time.Since(start))
+}
+
+func TestStartRejectsBadConfig(t *testing.T) {
+	ctx := testContext(t, 10*time.Second)
+	var nilCtx context.Context
+	for name, cfg := range map[string]Config{
+		"negative members":  {Members: -1},
+		"too many members":  {Members: MaxMembers + 1},
+		"election too fast": {TickMs: 100, ElectionMs: 200},
+		"bad log level":     {LogLevel: "loud"},
+	} {
+		_, err := Start(ctx, cfg)
+		require.ErrorIs(t, err, ErrInvalidConfig, name)
+	}
+	_, err := Start(nilCtx, Config{})
+	require.ErrorIs(t, err, ErrInvalidConfig)
+}
+
+func TestMemberErrors(t *testing.T) {
+	ctx := testContext(t, 30*time.Second)
+	dir := t.TempDir()
+	c, err := Start(ctx, Config{Dir: dir})
+	require.NoError(t, err)
+	require.ErrorIs(t, c.StopMember(1), ErrNoMember)
+	require.ErrorIs(t, c.StopMember(-1), ErrNoMember)
+	_, err = c.Endpoint(3)
+	require.ErrorIs(t, err, ErrNoMember)
+	require.ErrorIs(t, c.RestartMember(ctx, 0), ErrMemberRunning)
+	_, err = c.Proxy(2)
+	require.ErrorIs(t, err, ErrNoMember)
+	require.NoError(t, c.Close())
+	require.ErrorIs(t, c.StopMember(0), ErrClosed)
+	require.ErrorIs(t, c.RestartMember(ctx, 0), ErrClosed)
+	// A Dir given is left in place, with the member's data in it.
+	entries, err := os.ReadDir(dir)
+	require.NoError(t, err)
+	require.NotEmpty(t, entries)
+	_, err = os.Stat(filepath.Join(dir, entries[0].Name(), "member"))
+	require.NoError(t, err)
+}
+
+// A blackholing proxy cuts a client off; once it forwards again, the
+// client reconnects (NewClient's keepalives and reconnect backoff).
+func TestProxyCutsClientOff(t *testing.T) {
+	ctx := testContext(t, 30*time.Second)
+	c, err := Start(ctx, Config{})
+	require.NoError(t, err)
+	defer c.Close()
+	p, err := c.Proxy(0)
+	require.NoError(t, err)
+	require.True(t, strings.HasPrefix(p.Endpoint(), "http://127.0.0.1:"))
+	cli, err := c.NewClient(p.Endpoint())
+	require.NoError(t, err)
+	_, err = cli.Put(ctx, "k", "v")
+	require.NoError(t, err)
+
+	p.BlackholeTx()
+	p.BlackholeRx()
+	gctx, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
+	_, err = cli.Get(gctx, "k")
+	cancel()
+	require.Error(t, err, "a Get through a blackhole")
+
+	p.UnblackholeTx()
+	p.UnblackholeRx()
+	healed := time.Now()
+	require.Eventually(t, func() bool {
+		gctx, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
+		defer cancel()
+		resp, err := cli.Get(gctx, "k", clientv3.WithSerializable())
+		return err == nil && len(resp.Kvs) == 1
+	}, 15*time.Second, 20*time.Millisecond)
+	t.Logf("client answered %v after the proxy healed", time.Since(healed))
+	require.NoError(t, cli.Close())
+	require.NoError(t, p.Close())
+}

@@ -1,0 +1,485 @@
+// Package etcdstore is the etcd backend of impl/claims: the claim store
+// router replicas share, in etcd (docs/claims.md).
+//
+// Keys, under claims.Options.Prefix:
+//
+//	claims/<key>                 a session's claim: JSON {target, gen, state, attempt, lease},
+//	                             written under its own lease of IdleTTL (idle expiry is the
+//	                             lease's expiry; Touch keeps it alive)
+//	holders/<key>/<replica>      a replica's hold on the claim (key and replica path-escaped),
+//	                             on the store's session lease: it vanishes with the process
+//	workers/<worker>             a worker's registration {identity}, on the session lease;
+//	                             the worker's generation is this key's mod revision
+//	replica-id                   the replica-id counter
+//
+// A claim's Rev is its key's mod revision; every write of a claim is a
+// transaction fenced on it (If(ModRevision == seen)), so a write through a
+// revision that is not current changes nothing. Events watches claims/ and
+// workers/ (with the previous values, and requiring a leader) and turns
+// each replaced or deleted claim revision into a Delete; a compaction, a
+// cancelled or closed watch, a lost leader, a lost session, a slow
+// consumer, or a call that found the store unreachable becomes a Reset,
+// sent once the store answers again, and the watch resumes from the
+// revision read then. A Closing claim whose last holder's process died
+// (its hold vanished with its session lease, without the Unhold that
+// deletes the claim) is deleted by the event streams (see Events).
+//
+// Errors: a store that cannot be reached (a connection down, no leader,
+// a deadline exceeded, the caller's included) is a
+// *claims.UnavailableError, and every event stream of the Store then sends
+// a Reset once etcd answers again (a replica reconciles what it did
+// meanwhile after that Reset); a fence that does not hold is
+// claims.ErrClaimMoved or a *claims.FencedError, as claims.Store says.
+//
+// Costs in round trips: CreateOrGet of a current claim 1 (one read of the
+// claim and the workers' generations), of a new one 3 (and a Revoke when
+// it loses the race); Get, Hold, Register, Deregister, Members 1; Touch,
+// Unhold, ReplicaID 2; Close, Quarantine, Resolve 2, plus a KeepAliveOnce
+// when they rewrite the claim (a write restarts its idle expiry).
+//
+// The package does not import etcd's server: package embedded (tests,
+// examples) runs one in-process.
+package etcdstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+	"sync"
+	"time"
+
+	"github.com/placementlab/placement/impl/claims"
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.etcd.io/etcd/client/v3/concurrency"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+)
+
+// Defaults of the settings Options change.
+const (
+	// DefaultSessionTTL is the TTL of the store's session lease, which
+	// holds and registrations live on: they vanish this long after the
+	// process stops renewing it.
+	DefaultSessionTTL = 10 * time.Second
+	// DefaultRequestTimeout bounds every call to etcd whose context has no
+	// earlier deadline.
+	DefaultRequestTimeout = 5 * time.Second
+	// DefaultProbeInterval is how often an event stream checks that the
+	// store answers (a linearizable read of one key), so that an outage
+	// with no calls in it still ends in a Reset.
+	DefaultProbeInterval = time.Second
+	// DefaultProbeTimeout is how long a probe waits for the answer.
+	DefaultProbeTimeout = 2 * time.Second
+	// DefaultEventBuffer is how many events a stream queues for a slow
+	// consumer before it replaces them by a Reset.
+	DefaultEventBuffer = 1024
+)
+
+var (
+	// ErrCorrupt: a value in the store is not what this package writes.
+	ErrCorrupt = errors.New("etcdstore: corrupt value")
+	// ErrReplicaIDsExhausted: every replica id up to claims.MaxReplicaID
+	// was handed out.
+	ErrReplicaIDsExhausted = errors.New("etcdstore: replica ids exhausted")
+)
+
+// Option changes a setting of New.
+type Option func(*settings)
+
+type settings struct {
+	sessionTTL     time.Duration
+	requestTimeout time.Duration
+	probeInterval  time.Duration
+	probeTimeout   time.Duration
+	eventBuffer    int
+
+	// beforeWatch, if set (tests), runs before each watch starts from
+	// revision rev+1.
+	beforeWatch func(rev int64)
+}
+
+// WithSessionTTL sets the session lease's TTL (rounded up to seconds;
+// etcd raises a TTL under its minimum, 1.5 election timeouts).
+func WithSessionTTL(d time.Duration) Option { return func(s *settings) { s.sessionTTL = d } }
+
+// WithRequestTimeout sets the bound of each call to etcd.
+func WithRequestTimeout(d time.Duration) Option {
+	return func(s *settings) { s.requestTimeout = d }
+}
+
+// WithProbe sets how often an event stream probes the store and how long a
+// probe waits.
+func WithProbe(interval, timeout time.Duration) Option {
+	return func(s *settings) { s.probeInterval, s.probeTimeout = interval, timeout }
+}
+
+// WithEventBuffer sets how many events a stream queues for a slow
+// consumer before replacing them by a Reset.
+func WithEventBuffer(n int) Option { return func(s *settings) { s.eventBuffer = n } }
+
+// Store is a claims.Store on etcd. It does not own its client: close the
+// client after Shutdown.
+type Store struct {
+	cli      *clientv3.Client
+	replica  string
+	idleTTL  time.Duration
+	leaseTTL int64 // seconds
+	sessTTL  int64 // seconds
+	set      settings
+
+	prefix   string
+	kClaims  string
+	kHolders string
+	kWorkers string
+	kCounter string
+
+	ctx    context.Context // ends at Shutdown
+	cancel context.CancelFunc
+	wg     sync.WaitGroup // event streams
+
+	sessMu sync.Mutex // serializes making a new session
+
+	mu     sync.Mutex
+	closed bool
+	sess   *concurrency.Session
+	held   map[string]map[string]struct{} // key → replicas holding it through this store
+	lost   chan struct{}                  // closed (and replaced) when a call finds the store unreachable
+}
+
+var _ claims.Store = (*Store)(nil)
+
+// New returns a Store of replica on client, with opts (claims' defaults
+// for zero fields). It starts the store's session (a lease kept alive by
+// client), so it fails with a *claims.UnavailableError when etcd cannot be
+// reached.
+func New(ctx context.Context, client *clientv3.Client, replica string, opts claims.Options, options ...Option) (*Store, error) {
+	switch {
+	case ctx == nil:
+		return nil, invalid("new", "nil context")
+	case client == nil:
+		return nil, invalid("new", "nil client")
+	case replica == "":
+		return nil, invalid("new", "empty replica")
+	case opts.IdleTTL < 0:
+		return nil, invalid("new", fmt.Sprintf("negative idle TTL %v", opts.IdleTTL))
+	}
+	set := settings{
+		sessionTTL:     DefaultSessionTTL,
+		requestTimeout: DefaultRequestTimeout,
+		probeInterval:  DefaultProbeInterval,
+		probeTimeout:   DefaultProbeTimeout,
+		eventBuffer:    DefaultEventBuffer,
+	}
+	for _, o := range options {
+		if o != nil {
+			o(&set)
+		}
+	}
+	switch {
+	case set.sessionTTL <= 0:
+		return nil, invalid("new", "session TTL not positive")
+	case set.requestTimeout <= 0:
+		return nil, invalid("new", "request timeout not positive")
+	case set.probeInterval <= 0 || set.probeTimeout <= 0:
+		return nil, invalid("new", "probe interval or timeout not positive")
+	case set.eventBuffer <= 0:
+		return nil, invalid("new", "event buffer not positive")
+	}
+	if opts.IdleTTL == 0 {
+		opts.IdleTTL = claims.DefaultIdleTTL
+	}
+	if opts.Prefix == "" {
+		opts.Prefix = claims.DefaultPrefix
+	}
+	s := &Store{
+		cli:      client,
+		replica:  replica,
+		idleTTL:  opts.IdleTTL,
+		leaseTTL: seconds(opts.IdleTTL),
+		sessTTL:  seconds(set.sessionTTL),
+		set:      set,
+		prefix:   opts.Prefix,
+		kClaims:  opts.Prefix + "claims/",
+		kHolders: opts.Prefix + "holders/",
+		kWorkers: opts.Prefix + "workers/",
+		kCounter: opts.Prefix + "replica-id",
+		held:     map[string]map[string]struct{}{},
+		lost:     make(chan struct{}),
+	}
+	s.ctx, s.cancel = context.WithCancel(context.Background())
+	octx, done := s.opContext(ctx)
+	defer done()
+	if _, err := s.session(octx); err != nil {
+		err = s.fail(octx, "new", err)
+		s.cancel()
+		return nil, err
+	}
+	return s, nil
+}
+
+// seconds rounds d up to whole seconds, at least one.
+func seconds(d time.Duration) int64 {
+	n := int64((d + time.Second - 1) / time.Second)
+	return max(n, 1)
+}
+
+// Replica returns the replica name the store was made for.
+func (s *Store) Replica() string { return s.replica }
+
+// IdleTTL returns the claims' idle time-to-live (etcd leases count whole
+// seconds: the claim leases' TTL is this rounded up).
+func (s *Store) IdleTTL() time.Duration { return s.idleTTL }
+
+// Prefix returns the key prefix the store writes under.
+func (s *Store) Prefix() string { return s.prefix }
+
+// ClaimKey returns the etcd key of key's claim.
+func (s *Store) ClaimKey(key string) string { return s.kClaims + key }
+
+// holdersOf returns the prefix of key's holder keys.
+func (s *Store) holdersOf(key string) string { return s.kHolders + url.PathEscape(key) + "/" }
+
+func (s *Store) holderKey(key, replica string) string {
+	return s.holdersOf(key) + url.PathEscape(replica)
+}
+
+func (s *Store) workerKey(worker string) string { return s.kWorkers + worker }
+
+// begin checks a call's context and the store, and returns the context
+// the call's requests run under (bounded by the request timeout, ended by
+// Shutdown) and its release.
+func (s *Store) begin(ctx context.Context, op string) (context.Context, func(), error) {
+	if ctx == nil {
+		return nil, nil, invalid(op, "nil context")
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, nil, fmt.Errorf("etcdstore: %s: %w", op, err)
+	}
+	s.mu.Lock()
+	closed := s.closed
+	s.mu.Unlock()
+	if closed {
+		return nil, nil, fmt.Errorf("etcdstore: %s: %w", op, claims.ErrClosed)
+	}
+	octx, done := s.opContext(ctx)
+	return octx, done, nil
+}
+
+func (s *Store) opContext(ctx context.Context) (context.Context, func()) {
+	octx, cancel := context.WithTimeout(ctx, s.set.requestTimeout)
+	stop := context.AfterFunc(s.ctx, cancel)
+	return octx, func() { stop(); cancel() }
+}
+
+// fail turns an error of a call made under the caller's ctx into what
+// claims.Store promises: ErrClosed after Shutdown, the caller's own
+// cancellation as is, a *claims.UnavailableError when etcd could not be
+// reached (and the event streams then owe a Reset).
+func (s *Store) fail(ctx context.Context, op string, err error) error {
+	if s.ctx.Err() != nil {
+		return fmt.Errorf("etcdstore: %s: %w", op, claims.ErrClosed)
+	}
+	if errors.Is(ctx.Err(), context.Canceled) {
+		return fmt.Errorf("etcdstore: %s: %w", op, ctx.Err())
+	}
+	if unreachable(err) {
+		s.markLost()
+		return &claims.UnavailableError{Op: op, Err: err}
+	}
+	return fmt.Errorf("etcdstore: %s: %w", op, err)
+}
+
+// unreachable reports whether err says etcd could not be reached or could
+// not serve (no leader, timeouts, overload), rather than refused a request.
+func unreachable(err error) bool {
+	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
+		return true
+	}
+	var code codes.Code
+	var ee rpctypes.EtcdError
+	if errors.As(err, &ee) {
+		code = ee.Code()
+	} else if st, ok := status.FromError(err); ok {
+		code = st.Code()
+	} else {
+		return false
+	}
+	switch code {
+	case codes.Unavailable, codes.DeadlineExceeded, codes.ResourceExhausted, codes.Canceled, codes.Aborted:
+		return true
+	}
+	return false
+}
+
+// markLost tells the event streams that a call found the store
+// unreachable: each owes a Reset once the store answers again.
+func (s *Store) markLost() {
+	s.mu.Lock()
+	close(s.lost)
+	s.lost = make(chan struct{})
+	s.mu.Unlock()
+}
+
+func (s *Store) lostSignal() <-chan struct{} {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.lost
+}
+
+// session returns the store's live session, starting a new one when the
+// last one ended (its lease expired: the holds and registrations made in
+// it are gone).
+func (s *Store) session(ctx context.Context) (*concurrency.Session, error) {
+	if sess := s.liveSession(); sess != nil {
+		return sess, nil
+	}
+	s.sessMu.Lock()
+	defer s.sessMu.Unlock()
+	if sess := s.liveSession(); sess != nil {
+		return sess, nil
+	}
+	g, err := s.cli.Grant(ctx, s.sessTTL)
+	if err != nil {
+		return nil, err
+	}
+	sess, err := concurrency.NewSession(s.cli, concurrency.WithLease(g.ID),
+		concurrency.WithContext(s.ctx), concurrency.WithTTL(int(s.sessTTL)))
+	if err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		sess.Orphan()
+		rctx, cancel := context.WithTimeout(context.Background(), s.set.requestTimeout)
+		_, _ = s.cli.Revoke(rctx, g.ID)
+		cancel()
+		return nil, claims.ErrClosed
+	}
+	s.sess = sess
+	s.held = map[string]map[string]struct{}{}
+	s.mu.Unlock()
+	return sess, nil
+}
+
+func (s *Store) liveSession() *concurrency.Session {
+	s.mu.Lock()
+	sess := s.sess
+	s.mu.Unlock()
+	if sess == nil {
+		return nil
+	}
+	select {
+	case <-sess.Done():
+		return nil
+	default:
+		return sess
+	}
+}
+
+// SessionLease returns the lease the store's holds and registrations live
+// on (0 when it has none: after Shutdown, or while it makes a new one).
+func (s *Store) SessionLease() clientv3.LeaseID {
+	if sess := s.liveSession(); sess != nil {
+		return sess.Lease()
+	}
+	return clientv3.NoLease
+}
+
+func (s *Store) track(key, replica string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.held == nil {
+		return
+	}
+	m := s.held[key]
+	if m == nil {
+		m = map[string]struct{}{}
+		s.held[key] = m
+	}
+	m[replica] = struct{}{}
+}
+
+func (s *Store) untrack(key, replica string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if m := s.held[key]; m != nil {
+		delete(m, replica)
+		if len(m) == 0 {
+			delete(s.held, key)
+		}
+	}
+}
+
+func (s *Store) untrackKey(key string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.held, key)
+}
+
+// Shutdown ends the store: the holds it made are released as Unhold would
+// (a Closing claim whose last holder it was is deleted), its session
+// lease is revoked (its registrations vanish), its event streams close,
+// and later calls fail with claims.ErrClosed. It does not close the
+// client. A second Shutdown does nothing.
+func (s *Store) Shutdown() error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil
+	}
+	s.closed = true
+	held := s.held
+	s.held = nil
+	sess := s.sess
+	s.mu.Unlock()
+
+	ctx, cancel := context.WithTimeout(context.Background(), s.set.requestTimeout)
+	defer cancel()
+	var errs []error
+release:
+	for key, reps := range held {
+		for r := range reps {
+			if err := s.unhold(ctx, key, r); err != nil {
+				errs = append(errs, s.fail(ctx, "shutdown", err))
+				if ctx.Err() != nil {
+					break release
+				}
+			}
+		}
+	}
+	if sess != nil {
+		sess.Orphan()
+		if _, err := s.cli.Revoke(ctx, sess.Lease()); err != nil && !errors.Is(err, rpctypes.ErrLeaseNotFound) {
+			errs = append(errs, s.fail(ctx, "shutdown", err))
+		}
+	}
+	s.cancel()
+	s.wg.Wait()
+	return errors.Join(errs...)
+}
+
+// abandon ends the store as a killed process would: no Unhold, no
+// revoke (its session lease is left to expire), its streams closed. It
+// returns the session's lease.
+func (s *Store) abandon() clientv3.LeaseID {
+	s.mu.Lock()
+	s.closed = true
+	sess := s.sess
+	s.held = nil
+	s.mu.Unlock()
+	lease := clientv3.NoLease
+	if sess != nil {
+		sess.Orphan()
+		lease = sess.Lease()
+	}
+	s.cancel()
+	s.wg.Wait()
+	return lease
+}
+
+func invalid(op, what string) error {
+	return fmt.Errorf("etcdstore: %s: %s: %w", op, what, claims.ErrInvalidArgument)
+}

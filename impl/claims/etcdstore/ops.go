@@ -1,0 +1,589 @@
+package etcdstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+
+	"github.com/placementlab/placement/impl/claims"
+	"go.etcd.io/etcd/api/v3/mvccpb"
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
+	clientv3 "go.etcd.io/etcd/client/v3"
+)
+
+func moved(op, key string, rev int64, why string) error {
+	return fmt.Errorf("etcdstore: %s %q rev %d: %s: %w", op, key, rev, why, claims.ErrClaimMoved)
+}
+
+// firstKV returns the first key-value of a range response, or nil.
+func firstKV(kvs []*mvccpb.KeyValue) *mvccpb.KeyValue {
+	if len(kvs) == 0 {
+		return nil
+	}
+	return kvs[0]
+}
+
+// generations maps each registered worker of a keys-only range of
+// workers/ to its generation.
+func (s *Store) generations(kvs []*mvccpb.KeyValue) map[string]int64 {
+	gens := make(map[string]int64, len(kvs))
+	for _, kv := range kvs {
+		gens[string(kv.Key[len(s.kWorkers):])] = kv.ModRevision
+	}
+	return gens
+}
+
+// CreateOrGet implements claims.Store: one read of the claim and the
+// workers' generations; when the claim is absent or stale, propose and one
+// transaction If(ModRevision(claim) == seen, ModRevision(worker) == gen)
+// Then(Put under a new lease of IdleTTL, drop the old lineage's holds)
+// Else(read again).
+func (s *Store) CreateOrGet(ctx context.Context, key string, propose func() (claims.Target, error)) (claims.Claim, bool, error) {
+	const op = "create-or-get"
+	if key == "" {
+		return claims.Claim{}, false, invalid(op, "empty key")
+	}
+	if propose == nil {
+		return claims.Claim{}, false, invalid(op, "nil propose")
+	}
+	octx, done, err := s.begin(ctx, op)
+	if err != nil {
+		return claims.Claim{}, false, err
+	}
+	defer done()
+	ck := s.ClaimKey(key)
+	readOps := []clientv3.Op{
+		clientv3.OpGet(ck),
+		clientv3.OpGet(s.kWorkers, clientv3.WithPrefix(), clientv3.WithKeysOnly()),
+	}
+	resp, err := s.cli.Txn(octx).Then(readOps...).Commit()
+	if err != nil {
+		return claims.Claim{}, false, s.fail(octx, op, err)
+	}
+	for {
+		kv := firstKV(resp.Responses[0].GetResponseRange().Kvs)
+		gens := s.generations(resp.Responses[1].GetResponseRange().Kvs)
+		var seen int64
+		if kv != nil {
+			c, _, err := decodeClaim(key, kv)
+			if err != nil {
+				return claims.Claim{}, false, err
+			}
+			if g, ok := gens[c.Target.Worker]; ok && g == c.Gen {
+				return c, false, nil
+			}
+			seen = kv.ModRevision
+		}
+		t, err := propose()
+		if err != nil {
+			return claims.Claim{}, false, err
+		}
+		if t.HasRank && t.Rank < 0 {
+			return claims.Claim{}, false, invalid(op, fmt.Sprintf("negative rank in proposal %v", t))
+		}
+		gen, ok := gens[t.Worker]
+		if !ok {
+			return claims.Claim{}, false, fmt.Errorf("etcdstore: %s %q: proposed worker %q: %w", op, key, t.Worker, claims.ErrUnknownWorker)
+		}
+		g, err := s.cli.Grant(octx, s.leaseTTL)
+		if err != nil {
+			return claims.Claim{}, false, s.fail(octx, op, err)
+		}
+		c := claims.Claim{Key: key, Target: t, Gen: gen, State: claims.Bound}
+		tr, err := s.cli.Txn(octx).
+			If(
+				clientv3.Compare(clientv3.ModRevision(ck), "=", seen),
+				clientv3.Compare(clientv3.ModRevision(s.workerKey(t.Worker)), "=", gen),
+			).
+			Then(
+				clientv3.OpPut(ck, encodeClaim(c, int64(g.ID)), clientv3.WithLease(g.ID)),
+				clientv3.OpDelete(s.holdersOf(key), clientv3.WithPrefix()),
+			).
+			Else(readOps...).
+			Commit()
+		if err != nil {
+			// The write may have happened: the lease stays (it expires
+			// with the claim, or alone after IdleTTL).
+			return claims.Claim{}, false, s.fail(octx, op, err)
+		}
+		if tr.Succeeded {
+			c.Rev = tr.Header.Revision
+			s.untrackKey(key)
+			return c, true, nil
+		}
+		// Lost the race (or the worker re-registered): the unused lease
+		// goes; read the winner from the Else branch.
+		_, _ = s.cli.Revoke(octx, g.ID)
+		resp = tr
+	}
+}
+
+// readClaim reads key's claim: its kv (nil when absent), claim and lease.
+func (s *Store) readClaim(ctx context.Context, key string) (*mvccpb.KeyValue, claims.Claim, int64, error) {
+	resp, err := s.cli.Get(ctx, s.ClaimKey(key))
+	if err != nil {
+		return nil, claims.Claim{}, 0, err
+	}
+	kv := firstKV(resp.Kvs)
+	if kv == nil {
+		return nil, claims.Claim{}, 0, nil
+	}
+	c, lease, err := decodeClaim(key, kv)
+	if err != nil {
+		return nil, claims.Claim{}, 0, err
+	}
+	return kv, c, lease, nil
+}
+
+// Get implements claims.Store.
+func (s *Store) Get(ctx context.Context, key string) (claims.Claim, bool, error) {
+	const op = "get"
+	if key == "" {
+		return claims.Claim{}, false, invalid(op, "empty key")
+	}
+	octx, done, err := s.begin(ctx, op)
+	if err != nil {
+		return claims.Claim{}, false, err
+	}
+	defer done()
+	kv, c, _, err := s.readClaim(octx, key)
+	if err != nil {
+		if errors.Is(err, ErrCorrupt) {
+			return claims.Claim{}, false, err
+		}
+		return claims.Claim{}, false, s.fail(octx, op, err)
+	}
+	return c, kv != nil, nil
+}
+
+// Hold implements claims.Store: If(ModRevision(claim) == rev) Then(Put the
+// holder key on the session lease).
+func (s *Store) Hold(ctx context.Context, key string, rev int64, replica string) error {
+	const op = "hold"
+	switch {
+	case key == "":
+		return invalid(op, "empty key")
+	case rev <= 0:
+		return invalid(op, "revision not positive")
+	case replica == "":
+		return invalid(op, "empty replica")
+	}
+	octx, done, err := s.begin(ctx, op)
+	if err != nil {
+		return err
+	}
+	defer done()
+	for try := 0; ; try++ {
+		sess, err := s.session(octx)
+		if err != nil {
+			return s.fail(octx, op, err)
+		}
+		tr, err := s.cli.Txn(octx).
+			If(clientv3.Compare(clientv3.ModRevision(s.ClaimKey(key)), "=", rev)).
+			Then(clientv3.OpPut(s.holderKey(key, replica), strconv.FormatInt(rev, 10), clientv3.WithLease(sess.Lease()))).
+			Commit()
+		if errors.Is(err, rpctypes.ErrLeaseNotFound) && try == 0 {
+			sess.Orphan() // the session expired: start another
+			continue
+		}
+		if err != nil {
+			return s.fail(octx, op, err)
+		}
+		if !tr.Succeeded {
+			return moved(op, key, rev, "not current")
+		}
+		s.track(key, replica)
+		return nil
+	}
+}
+
+// noOtherHolders is true when no replica but replica holds key: the holder
+// keys below and above replica's are none.
+func (s *Store) noOtherHolders(key, replica string) []clientv3.Cmp {
+	hp := s.holdersOf(key)
+	own := s.holderKey(key, replica)
+	return []clientv3.Cmp{
+		clientv3.Compare(clientv3.CreateRevision(hp), "=", 0).WithRange(own),
+		clientv3.Compare(clientv3.CreateRevision(own+"\x00"), "=", 0).WithRange(clientv3.GetPrefixRangeEnd(hp)),
+	}
+}
+
+// deleteClaim is the ops that delete key's claim and its holds.
+func (s *Store) deleteClaim(key string) []clientv3.Op {
+	return []clientv3.Op{
+		clientv3.OpDelete(s.ClaimKey(key)),
+		clientv3.OpDelete(s.holdersOf(key), clientv3.WithPrefix()),
+	}
+}
+
+// Unhold implements claims.Store: fenced by the claim's revision read,
+// it deletes replica's holder key and, when the claim is Closing and no
+// other replica holds it, the claim.
+func (s *Store) Unhold(ctx context.Context, key string, replica string) error {
+	const op = "unhold"
+	switch {
+	case key == "":
+		return invalid(op, "empty key")
+	case replica == "":
+		return invalid(op, "empty replica")
+	}
+	octx, done, err := s.begin(ctx, op)
+	if err != nil {
+		return err
+	}
+	defer done()
+	if err := s.unhold(octx, key, replica); err != nil {
+		if errors.Is(err, ErrCorrupt) {
+			return err
+		}
+		return s.fail(octx, op, err)
+	}
+	return nil
+}
+
+func (s *Store) unhold(ctx context.Context, key, replica string) error {
+	ck := s.ClaimKey(key)
+	own := clientv3.OpDelete(s.holderKey(key, replica))
+	for {
+		kv, c, _, err := s.readClaim(ctx, key)
+		if err != nil {
+			return err
+		}
+		var seen int64
+		then := []clientv3.Op{own}
+		if kv != nil {
+			seen = kv.ModRevision
+			if c.State == claims.Closing {
+				then = []clientv3.Op{clientv3.OpTxn(s.noOtherHolders(key, replica), s.deleteClaim(key), []clientv3.Op{own})}
+			}
+		}
+		tr, err := s.cli.Txn(ctx).If(clientv3.Compare(clientv3.ModRevision(ck), "=", seen)).Then(then...).Commit()
+		if err != nil {
+			return err
+		}
+		if tr.Succeeded {
+			s.untrack(key, replica)
+			return nil
+		}
+	}
+}
+
+// Close implements claims.Store: one read, then If(ModRevision(claim) ==
+// rev) Then(If(no other holder) Then(delete the claim and its holds)
+// Else(write it Closing, drop replica's hold)).
+func (s *Store) Close(ctx context.Context, key string, rev int64, replica string) (claims.CloseResult, error) {
+	const op = "close"
+	switch {
+	case key == "":
+		return 0, invalid(op, "empty key")
+	case rev <= 0:
+		return 0, invalid(op, "revision not positive")
+	case replica == "":
+		return 0, invalid(op, "empty replica")
+	}
+	octx, done, err := s.begin(ctx, op)
+	if err != nil {
+		return 0, err
+	}
+	defer done()
+	kv, c, lease, err := s.readClaim(octx, key)
+	if err != nil {
+		if errors.Is(err, ErrCorrupt) {
+			return 0, err
+		}
+		return 0, s.fail(octx, op, err)
+	}
+	if kv == nil || kv.ModRevision != rev {
+		return claims.CloseStale, nil
+	}
+	deferred := []clientv3.Op{clientv3.OpDelete(s.holderKey(key, replica))}
+	rewrite := c.State != claims.Closing
+	if rewrite {
+		cc := c
+		cc.State = claims.Closing
+		cc.Attempt = 0
+		deferred = append(deferred, clientv3.OpPut(s.ClaimKey(key), encodeClaim(cc, lease), clientv3.WithIgnoreLease()))
+	}
+	tr, err := s.cli.Txn(octx).
+		If(clientv3.Compare(clientv3.ModRevision(s.ClaimKey(key)), "=", rev)).
+		Then(clientv3.OpTxn(s.noOtherHolders(key, replica), s.deleteClaim(key), deferred)).
+		Commit()
+	if err != nil {
+		return 0, s.fail(octx, op, err)
+	}
+	if !tr.Succeeded {
+		return claims.CloseStale, nil
+	}
+	if tr.Responses[0].GetResponseTxn().Succeeded {
+		s.untrackKey(key)
+		return claims.CloseDeleted, nil
+	}
+	s.untrack(key, replica)
+	if rewrite {
+		s.refresh(octx, lease)
+	}
+	return claims.CloseDeferred, nil
+}
+
+// refresh restarts a rewritten claim's idle expiry (best effort: the
+// write stands either way).
+func (s *Store) refresh(ctx context.Context, lease int64) {
+	if lease != 0 {
+		_, _ = s.cli.KeepAliveOnce(ctx, clientv3.LeaseID(lease))
+	}
+}
+
+// Quarantine implements claims.Store.
+func (s *Store) Quarantine(ctx context.Context, key string, rev int64, attempt uint64, gen int64) (claims.Claim, error) {
+	const op = "quarantine"
+	switch {
+	case key == "":
+		return claims.Claim{}, invalid(op, "empty key")
+	case rev <= 0:
+		return claims.Claim{}, invalid(op, "revision not positive")
+	case gen <= 0:
+		return claims.Claim{}, invalid(op, "generation not positive")
+	}
+	octx, done, err := s.begin(ctx, op)
+	if err != nil {
+		return claims.Claim{}, err
+	}
+	defer done()
+	kv, c, lease, err := s.readClaim(octx, key)
+	if err != nil {
+		if errors.Is(err, ErrCorrupt) {
+			return claims.Claim{}, err
+		}
+		return claims.Claim{}, s.fail(octx, op, err)
+	}
+	switch {
+	case kv == nil:
+		return claims.Claim{}, moved(op, key, rev, "no claim")
+	case kv.ModRevision != rev:
+		return claims.Claim{}, moved(op, key, rev, fmt.Sprintf("current rev is %d", kv.ModRevision))
+	case c.Gen != gen:
+		return claims.Claim{}, moved(op, key, rev, fmt.Sprintf("generation %d is not the claim's %d", gen, c.Gen))
+	}
+	c.State = claims.Quarantined
+	c.Attempt = attempt
+	tr, err := s.cli.Txn(octx).
+		If(clientv3.Compare(clientv3.ModRevision(s.ClaimKey(key)), "=", rev)).
+		Then(clientv3.OpPut(s.ClaimKey(key), encodeClaim(c, lease), clientv3.WithIgnoreLease())).
+		Commit()
+	if err != nil {
+		return claims.Claim{}, s.fail(octx, op, err)
+	}
+	if !tr.Succeeded {
+		return claims.Claim{}, moved(op, key, rev, "not current")
+	}
+	c.Rev = tr.Header.Revision
+	s.refresh(octx, lease)
+	return c, nil
+}
+
+// Resolve implements claims.Store.
+func (s *Store) Resolve(ctx context.Context, key string, attempt uint64, gen int64, accepted bool) (claims.Claim, bool, error) {
+	const op = "resolve"
+	switch {
+	case key == "":
+		return claims.Claim{}, false, invalid(op, "empty key")
+	case gen <= 0:
+		return claims.Claim{}, false, invalid(op, "generation not positive")
+	}
+	octx, done, err := s.begin(ctx, op)
+	if err != nil {
+		return claims.Claim{}, false, err
+	}
+	defer done()
+	for {
+		kv, c, lease, err := s.readClaim(octx, key)
+		if err != nil {
+			if errors.Is(err, ErrCorrupt) {
+				return claims.Claim{}, false, err
+			}
+			return claims.Claim{}, false, s.fail(octx, op, err)
+		}
+		if kv == nil {
+			return claims.Claim{}, false, &claims.FencedError{Key: key, Attempt: attempt, Gen: gen}
+		}
+		if c.State != claims.Quarantined || c.Attempt != attempt || c.Gen != gen {
+			return claims.Claim{}, false, &claims.FencedError{Key: key, Attempt: attempt, Gen: gen, Current: c, Found: true}
+		}
+		var then []clientv3.Op
+		nc := c
+		if accepted {
+			nc.State = claims.Bound
+			nc.Attempt = 0
+			then = []clientv3.Op{clientv3.OpPut(s.ClaimKey(key), encodeClaim(nc, lease), clientv3.WithIgnoreLease())}
+		} else {
+			then = s.deleteClaim(key)
+		}
+		tr, err := s.cli.Txn(octx).
+			If(clientv3.Compare(clientv3.ModRevision(s.ClaimKey(key)), "=", kv.ModRevision)).
+			Then(then...).
+			Commit()
+		if err != nil {
+			return claims.Claim{}, false, s.fail(octx, op, err)
+		}
+		if !tr.Succeeded {
+			continue // the claim changed since the read: judge the new one
+		}
+		if !accepted {
+			s.untrackKey(key)
+			return claims.Claim{}, false, nil
+		}
+		nc.Rev = tr.Header.Revision
+		s.refresh(octx, lease)
+		return nc, true, nil
+	}
+}
+
+// Touch implements claims.Store: a read (is rev current?) and a
+// KeepAliveOnce of the claim's lease.
+func (s *Store) Touch(ctx context.Context, key string, rev int64) error {
+	const op = "touch"
+	switch {
+	case key == "":
+		return invalid(op, "empty key")
+	case rev <= 0:
+		return invalid(op, "revision not positive")
+	}
+	octx, done, err := s.begin(ctx, op)
+	if err != nil {
+		return err
+	}
+	defer done()
+	kv, _, lease, err := s.readClaim(octx, key)
+	if err != nil {
+		if errors.Is(err, ErrCorrupt) {
+			return err
+		}
+		return s.fail(octx, op, err)
+	}
+	switch {
+	case kv == nil:
+		return moved(op, key, rev, "no claim")
+	case kv.ModRevision != rev:
+		return moved(op, key, rev, fmt.Sprintf("current rev is %d", kv.ModRevision))
+	case lease == 0:
+		return fmt.Errorf("%w: claim %q at rev %d has no lease", ErrCorrupt, key, rev)
+	}
+	if _, err := s.cli.KeepAliveOnce(octx, clientv3.LeaseID(lease)); err != nil {
+		if errors.Is(err, rpctypes.ErrLeaseNotFound) {
+			return moved(op, key, rev, "expired")
+		}
+		return s.fail(octx, op, err)
+	}
+	return nil
+}
+
+// Register implements claims.Store: a Put of workers/<worker> on the
+// session lease; the generation is the Put's revision.
+func (s *Store) Register(ctx context.Context, worker, identity string) (claims.Member, error) {
+	const op = "register"
+	if worker == "" {
+		return claims.Member{}, invalid(op, "empty worker")
+	}
+	octx, done, err := s.begin(ctx, op)
+	if err != nil {
+		return claims.Member{}, err
+	}
+	defer done()
+	for try := 0; ; try++ {
+		sess, err := s.session(octx)
+		if err != nil {
+			return claims.Member{}, s.fail(octx, op, err)
+		}
+		r, err := s.cli.Put(octx, s.workerKey(worker), encodeWorker(identity), clientv3.WithLease(sess.Lease()))
+		if errors.Is(err, rpctypes.ErrLeaseNotFound) && try == 0 {
+			sess.Orphan()
+			continue
+		}
+		if err != nil {
+			return claims.Member{}, s.fail(octx, op, err)
+		}
+		return claims.Member{Worker: worker, Identity: identity, Gen: r.Header.Revision}, nil
+	}
+}
+
+// Deregister implements claims.Store.
+func (s *Store) Deregister(ctx context.Context, worker string) error {
+	const op = "deregister"
+	if worker == "" {
+		return invalid(op, "empty worker")
+	}
+	octx, done, err := s.begin(ctx, op)
+	if err != nil {
+		return err
+	}
+	defer done()
+	if _, err := s.cli.Delete(octx, s.workerKey(worker)); err != nil {
+		return s.fail(octx, op, err)
+	}
+	return nil
+}
+
+// Members implements claims.Store (sorted by worker).
+func (s *Store) Members(ctx context.Context) ([]claims.Member, int64, error) {
+	const op = "members"
+	octx, done, err := s.begin(ctx, op)
+	if err != nil {
+		return nil, 0, err
+	}
+	defer done()
+	resp, err := s.cli.Get(octx, s.kWorkers, clientv3.WithPrefix())
+	if err != nil {
+		return nil, 0, s.fail(octx, op, err)
+	}
+	out := make([]claims.Member, 0, len(resp.Kvs))
+	for _, kv := range resp.Kvs {
+		m, err := decodeWorker(string(kv.Key[len(s.kWorkers):]), kv)
+		if err != nil {
+			return nil, 0, err
+		}
+		out = append(out, m)
+	}
+	return out, resp.Header.Revision, nil
+}
+
+// ReplicaID implements claims.Store: a compare-and-swap increment of the
+// replica-id counter; every call returns a new number.
+func (s *Store) ReplicaID(ctx context.Context, replica string) (uint64, error) {
+	const op = "replica-id"
+	if replica == "" {
+		return 0, invalid(op, "empty replica")
+	}
+	octx, done, err := s.begin(ctx, op)
+	if err != nil {
+		return 0, err
+	}
+	defer done()
+	for {
+		resp, err := s.cli.Get(octx, s.kCounter)
+		if err != nil {
+			return 0, s.fail(octx, op, err)
+		}
+		var n uint64
+		var seen int64
+		if kv := firstKV(resp.Kvs); kv != nil {
+			seen = kv.ModRevision
+			if n, err = strconv.ParseUint(string(kv.Value), 10, 64); err != nil {
+				return 0, fmt.Errorf("%w: replica-id counter %q", ErrCorrupt, kv.Value)
+			}
+		}
+		if n >= claims.MaxReplicaID {
+			return 0, fmt.Errorf("etcdstore: %s: all %d replica ids are used: %w", op, uint64(claims.MaxReplicaID), ErrReplicaIDsExhausted)
+		}
+		tr, err := s.cli.Txn(octx).
+			If(clientv3.Compare(clientv3.ModRevision(s.kCounter), "=", seen)).
+			Then(clientv3.OpPut(s.kCounter, strconv.FormatUint(n+1, 10))).
+			Commit()
+		if err != nil {
+			return 0, s.fail(octx, op, err)
+		}
+		if tr.Succeeded {
+			return n + 1, nil
+		}
+	}
+}
