@@ -37,7 +37,7 @@ race:
 
 # The full-size configs are compared with TLC without the race detector.
 conformance:
-	$(GO) test -count=1 -timeout 15m -run 'TestConformance$$' -v ./model/ | grep --line-buffered -E '^(=== RUN|---|\s+conformance_test|ok|FAIL|PASS)'
+	$(GO) test -count=1 -timeout 15m -run 'TestConformance$$' -v ./model/... | grep --line-buffered -E '^(=== RUN|---|\s+conformance_test|ok|FAIL|PASS)'
 
 # Every config, one line each, as the explorer's command line reports it
 # (the conformance test explores the same configs and compares with TLC).

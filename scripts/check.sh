@@ -41,7 +41,7 @@ s_staticcheck() { "$GO" run honnef.co/go/tools/cmd/staticcheck@v0.8.2 ./... && e
 # The model's TestConformance runs once, in the conformance step, without
 # the race detector.
 s_race() { "$GO" test -race -count=1 -timeout 15m -skip 'TestConformance$' ./...; }
-s_conformance() { "$GO" test -count=1 -timeout 15m -run 'TestConformance$' -v ./model/; }
+s_conformance() { "$GO" test -count=1 -timeout 15m -run 'TestConformance$' -v ./model/...; }
 s_bench_smoke() { "$GO" test -count=1 -timeout 8m -run '^$' -bench . -benchtime 1x ./benchmarks/; }
 s_bug_zoo() { "$GO" run ./linearizability/cmd/mutants; }
 s_bug_zoo_bounds() { "$GO" run ./linearizability/cmd/mutants -bounds; }
