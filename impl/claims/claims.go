@@ -252,8 +252,9 @@ var (
 	ErrUnknownWorker = errors.New("claims: unknown worker")
 	// ErrClosed: the store was closed.
 	ErrClosed = errors.New("claims: store closed")
-	// ErrInvalidArgument: an empty key, worker or replica name, or a
-	// zero revision.
+	// ErrInvalidArgument: an empty key, worker or replica name, a
+	// revision or generation that is not positive, and the like (an
+	// *ArgumentError says which).
 	ErrInvalidArgument = errors.New("claims: invalid argument")
 )
 

@@ -301,11 +301,10 @@ func (w *watcher) apply(line []byte) string {
 	return ""
 }
 
-// resync repositions the reader at the journal's end and tells every
-// stream it may have lost events.
-func (w *watcher) resync(why string) {
+// stopContext returns a context that ends when w stops or cancel is
+// called (the caller must call it).
+func (w *watcher) stopContext() (context.Context, context.CancelFunc) {
 	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
 	go func() {
 		select {
 		case <-w.stop:
@@ -313,6 +312,14 @@ func (w *watcher) resync(why string) {
 		case <-ctx.Done():
 		}
 	}()
+	return ctx, cancel
+}
+
+// resync repositions the reader at the journal's end and tells every
+// stream it may have lost events.
+func (w *watcher) resync(why string) {
+	ctx, cancel := w.stopContext()
+	defer cancel()
 	err := w.s.run(ctx, "events", func(t *tx) error { return w.resyncLocked() })
 	if err != nil {
 		why += "; resync failed: " + err.Error()
@@ -388,15 +395,8 @@ func (w *watcher) scan() (map[string]int64, error) {
 // state it implies with the claims directory: a difference the journal
 // missed is a Reset.
 func (w *watcher) rescan() {
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := w.stopContext()
 	defer cancel()
-	go func() {
-		select {
-		case <-w.stop:
-			cancel()
-		case <-ctx.Done():
-		}
-	}()
 	why := ""
 	_ = w.s.run(ctx, "events", func(t *tx) error {
 		if why = w.read(); why != "" {

@@ -208,6 +208,8 @@ func unavailable(op string, err error) error {
 	return &claims.UnavailableError{Op: op, Err: err}
 }
 
+// invalid is the error of a bad argument the claims checkers do not cover
+// (a nil context, Open's configuration).
 func invalid(op, what string) error {
-	return fmt.Errorf("dirstore: %s: %s: %w", op, what, claims.ErrInvalidArgument)
+	return &claims.ArgumentError{Op: op, What: what}
 }

@@ -523,11 +523,8 @@ func (t *tx) stale(c *claimFile) (bool, error) {
 // CreateOrGet implements claims.Store.
 func (s *Store) CreateOrGet(ctx context.Context, key string, propose func() (claims.Target, error)) (claims.Claim, bool, error) {
 	const op = "create-or-get"
-	if key == "" {
-		return claims.Claim{}, false, invalid(op, "empty key")
-	}
-	if propose == nil {
-		return claims.Claim{}, false, invalid(op, "nil propose")
+	if err := claims.CheckCreateOrGet(key, propose); err != nil {
+		return claims.Claim{}, false, err
 	}
 	for {
 		var seen int64
@@ -558,8 +555,8 @@ func (s *Store) CreateOrGet(ctx context.Context, key string, propose func() (cla
 		if err != nil {
 			return claims.Claim{}, false, err
 		}
-		if target.HasRank && target.Rank < 0 {
-			return claims.Claim{}, false, invalid(op, fmt.Sprintf("negative rank in proposal %v", target))
+		if err := claims.CheckProposal(target); err != nil {
+			return claims.Claim{}, false, err
 		}
 		var out claims.Claim
 		lost := false
@@ -603,8 +600,8 @@ func (s *Store) CreateOrGet(ctx context.Context, key string, propose func() (cla
 
 // Get implements claims.Store.
 func (s *Store) Get(ctx context.Context, key string) (claims.Claim, bool, error) {
-	if key == "" {
-		return claims.Claim{}, false, invalid("get", "empty key")
+	if err := claims.CheckGet(key); err != nil {
+		return claims.Claim{}, false, err
 	}
 	var out claims.Claim
 	found := false
@@ -636,16 +633,10 @@ func (t *tx) current(key string, rev int64) (*claimFile, error) {
 
 // Hold implements claims.Store.
 func (s *Store) Hold(ctx context.Context, key string, rev int64, replica string) error {
-	const op = "hold"
-	switch {
-	case key == "":
-		return invalid(op, "empty key")
-	case rev <= 0:
-		return invalid(op, "revision not positive")
-	case replica == "":
-		return invalid(op, "empty replica")
+	if err := claims.CheckHold(key, rev, replica); err != nil {
+		return err
 	}
-	return s.run(ctx, op, func(t *tx) error {
+	return s.run(ctx, "hold", func(t *tx) error {
 		if _, err := t.current(key, rev); err != nil {
 			return err
 		}
@@ -662,14 +653,10 @@ func (s *Store) Hold(ctx context.Context, key string, rev int64, replica string)
 
 // Unhold implements claims.Store.
 func (s *Store) Unhold(ctx context.Context, key string, replica string) error {
-	const op = "unhold"
-	switch {
-	case key == "":
-		return invalid(op, "empty key")
-	case replica == "":
-		return invalid(op, "empty replica")
+	if err := claims.CheckUnhold(key, replica); err != nil {
+		return err
 	}
-	return s.run(ctx, op, func(t *tx) error {
+	return s.run(ctx, "unhold", func(t *tx) error {
 		found, err := t.removeHold(key, replica)
 		if err != nil || !found {
 			return t.fail(err)
@@ -684,17 +671,11 @@ func (s *Store) Unhold(ctx context.Context, key string, replica string) error {
 
 // Close implements claims.Store.
 func (s *Store) Close(ctx context.Context, key string, rev int64, replica string) (claims.CloseResult, error) {
-	const op = "close"
-	switch {
-	case key == "":
-		return 0, invalid(op, "empty key")
-	case rev <= 0:
-		return 0, invalid(op, "revision not positive")
-	case replica == "":
-		return 0, invalid(op, "empty replica")
+	if err := claims.CheckClose(key, rev, replica); err != nil {
+		return 0, err
 	}
 	var res claims.CloseResult
-	err := s.run(ctx, op, func(t *tx) error {
+	err := s.run(ctx, "close", func(t *tx) error {
 		c, err := t.claim(key)
 		if err != nil {
 			return t.fail(err)
@@ -729,13 +710,8 @@ func (s *Store) Close(ctx context.Context, key string, rev int64, replica string
 // Quarantine implements claims.Store.
 func (s *Store) Quarantine(ctx context.Context, key string, rev int64, attempt uint64, gen int64) (claims.Claim, error) {
 	const op = "quarantine"
-	switch {
-	case key == "":
-		return claims.Claim{}, invalid(op, "empty key")
-	case rev <= 0:
-		return claims.Claim{}, invalid(op, "revision not positive")
-	case gen <= 0:
-		return claims.Claim{}, invalid(op, "generation not positive")
+	if err := claims.CheckQuarantine(key, rev, gen); err != nil {
+		return claims.Claim{}, err
 	}
 	var out claims.Claim
 	err := s.run(ctx, op, func(t *tx) error {
@@ -756,16 +732,12 @@ func (s *Store) Quarantine(ctx context.Context, key string, rev int64, attempt u
 
 // Resolve implements claims.Store.
 func (s *Store) Resolve(ctx context.Context, key string, attempt uint64, gen int64, accepted bool) (claims.Claim, bool, error) {
-	const op = "resolve"
-	switch {
-	case key == "":
-		return claims.Claim{}, false, invalid(op, "empty key")
-	case gen <= 0:
-		return claims.Claim{}, false, invalid(op, "generation not positive")
+	if err := claims.CheckResolve(key, gen); err != nil {
+		return claims.Claim{}, false, err
 	}
 	var out claims.Claim
 	ok := false
-	err := s.run(ctx, op, func(t *tx) error {
+	err := s.run(ctx, "resolve", func(t *tx) error {
 		c, err := t.claim(key)
 		if err != nil {
 			return t.fail(err)
@@ -790,14 +762,10 @@ func (s *Store) Resolve(ctx context.Context, key string, attempt uint64, gen int
 
 // Touch implements claims.Store.
 func (s *Store) Touch(ctx context.Context, key string, rev int64) error {
-	const op = "touch"
-	switch {
-	case key == "":
-		return invalid(op, "empty key")
-	case rev <= 0:
-		return invalid(op, "revision not positive")
+	if err := claims.CheckTouch(key, rev); err != nil {
+		return err
 	}
-	return s.run(ctx, op, func(t *tx) error {
+	return s.run(ctx, "touch", func(t *tx) error {
 		c, err := t.current(key, rev)
 		if err != nil {
 			return err
@@ -813,8 +781,8 @@ func (s *Store) Touch(ctx context.Context, key string, rev int64) error {
 
 // Register implements claims.Store.
 func (s *Store) Register(ctx context.Context, worker, identity string) (claims.Member, error) {
-	if worker == "" {
-		return claims.Member{}, invalid("register", "empty worker")
+	if err := claims.CheckRegister(worker); err != nil {
+		return claims.Member{}, err
 	}
 	var out claims.Member
 	err := s.run(ctx, "register", func(t *tx) error {
@@ -838,8 +806,8 @@ func (s *Store) Register(ctx context.Context, worker, identity string) (claims.M
 
 // Deregister implements claims.Store.
 func (s *Store) Deregister(ctx context.Context, worker string) error {
-	if worker == "" {
-		return invalid("deregister", "empty worker")
+	if err := claims.CheckDeregister(worker); err != nil {
+		return err
 	}
 	return s.run(ctx, "deregister", func(t *tx) error {
 		if _, err := os.Stat(s.path("members", encode(worker))); errors.Is(err, fs.ErrNotExist) {
@@ -894,8 +862,8 @@ func (s *Store) Members(ctx context.Context) ([]claims.Member, int64, error) {
 
 // ReplicaID implements claims.Store: every call returns a new number.
 func (s *Store) ReplicaID(ctx context.Context, replica string) (uint64, error) {
-	if replica == "" {
-		return 0, invalid("replica-id", "empty replica")
+	if err := claims.CheckReplicaID(replica); err != nil {
+		return 0, err
 	}
 	var id int64
 	err := s.run(ctx, "replica-id", func(t *tx) error {

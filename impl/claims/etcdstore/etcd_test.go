@@ -210,12 +210,14 @@ func TestIdleExpiryAndTouch(t *testing.T) {
 	_, err := s.Register(ctx, "w", "1")
 	require.NoError(t, err)
 
+	// start is before the idle claim's write (its lease's grant): the
+	// lower bound below holds however slow the machine is.
+	start := time.Now()
 	idleC, _, err := s.CreateOrGet(ctx, "idle", to("w"))
 	require.NoError(t, err)
 	require.NoError(t, s.Hold(ctx, "idle", idleC.Rev, "r"))
 	used, _, err := s.CreateOrGet(ctx, "used", to("w"))
 	require.NoError(t, err)
-	start := time.Now()
 
 	// Touch "used" every IdleTTL/4 for 3 IdleTTLs.
 	touched := make(chan error, 1)
@@ -254,7 +256,8 @@ func TestThreeMembers(t *testing.T) {
 	ctx := testContext(t, 60*time.Second)
 	c := startCluster(t, 3)
 	// Sessions outlive the outage, so holds survive it.
-	o := newOpener(t, c, time.Minute, WithSessionTTL(10*time.Second))
+	o := newOpener(t, c, time.Minute, WithSessionTTL(10*time.Second), WithRequestTimeout(15*time.Second),
+		WithProbe(200*time.Millisecond, 500*time.Millisecond)) // the probe must notice the stopped member
 	setup := o.open("setup")
 	for i := range 4 {
 		_, err := setup.Register(ctx, fmt.Sprintf("w%d", i), "1")

@@ -274,10 +274,14 @@ func (s *Store) opContext(ctx context.Context) (context.Context, func()) {
 }
 
 // fail turns an error of a call made under the caller's ctx into what
-// claims.Store promises: ErrClosed after Shutdown, the caller's own
-// cancellation as is, a *claims.UnavailableError when etcd could not be
-// reached (and the event streams then owe a Reset).
+// claims.Store promises: a corrupt value's (ErrCorrupt) as is, ErrClosed
+// after Shutdown, the caller's own cancellation as is, a
+// *claims.UnavailableError when etcd could not be reached (and the event
+// streams then owe a Reset).
 func (s *Store) fail(ctx context.Context, op string, err error) error {
+	if errors.Is(err, ErrCorrupt) {
+		return err
+	}
 	if s.ctx.Err() != nil {
 		return fmt.Errorf("etcdstore: %s: %w", op, claims.ErrClosed)
 	}
@@ -480,6 +484,8 @@ func (s *Store) abandon() clientv3.LeaseID {
 	return lease
 }
 
+// invalid is the error of a bad argument the claims checkers do not cover
+// (a nil context, New's configuration).
 func invalid(op, what string) error {
-	return fmt.Errorf("etcdstore: %s: %s: %w", op, what, claims.ErrInvalidArgument)
+	return &claims.ArgumentError{Op: op, What: what}
 }

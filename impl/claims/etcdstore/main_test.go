@@ -43,8 +43,8 @@ func TestMain(m *testing.M) {
 // Fast settings for tests: short sessions and timeouts, frequent probes.
 var testOptions = []Option{
 	WithSessionTTL(2 * time.Second),
-	WithRequestTimeout(2 * time.Second),
-	WithProbe(200*time.Millisecond, 500*time.Millisecond),
+	WithRequestTimeout(5 * time.Second),
+	WithProbe(200*time.Millisecond, 2*time.Second),
 }
 
 var prefixSeq atomic.Int64

@@ -41,11 +41,8 @@ func (s *Store) generations(kvs []*mvccpb.KeyValue) map[string]int64 {
 // Else(read again).
 func (s *Store) CreateOrGet(ctx context.Context, key string, propose func() (claims.Target, error)) (claims.Claim, bool, error) {
 	const op = "create-or-get"
-	if key == "" {
-		return claims.Claim{}, false, invalid(op, "empty key")
-	}
-	if propose == nil {
-		return claims.Claim{}, false, invalid(op, "nil propose")
+	if err := claims.CheckCreateOrGet(key, propose); err != nil {
+		return claims.Claim{}, false, err
 	}
 	octx, done, err := s.begin(ctx, op)
 	if err != nil {
@@ -79,8 +76,8 @@ func (s *Store) CreateOrGet(ctx context.Context, key string, propose func() (cla
 		if err != nil {
 			return claims.Claim{}, false, err
 		}
-		if t.HasRank && t.Rank < 0 {
-			return claims.Claim{}, false, invalid(op, fmt.Sprintf("negative rank in proposal %v", t))
+		if err := claims.CheckProposal(t); err != nil {
+			return claims.Claim{}, false, err
 		}
 		gen, ok := gens[t.Worker]
 		if !ok {
@@ -139,8 +136,8 @@ func (s *Store) readClaim(ctx context.Context, key string) (*mvccpb.KeyValue, cl
 // Get implements claims.Store.
 func (s *Store) Get(ctx context.Context, key string) (claims.Claim, bool, error) {
 	const op = "get"
-	if key == "" {
-		return claims.Claim{}, false, invalid(op, "empty key")
+	if err := claims.CheckGet(key); err != nil {
+		return claims.Claim{}, false, err
 	}
 	octx, done, err := s.begin(ctx, op)
 	if err != nil {
@@ -149,9 +146,6 @@ func (s *Store) Get(ctx context.Context, key string) (claims.Claim, bool, error)
 	defer done()
 	kv, c, _, err := s.readClaim(octx, key)
 	if err != nil {
-		if errors.Is(err, ErrCorrupt) {
-			return claims.Claim{}, false, err
-		}
 		return claims.Claim{}, false, s.fail(octx, op, err)
 	}
 	return c, kv != nil, nil
@@ -161,13 +155,8 @@ func (s *Store) Get(ctx context.Context, key string) (claims.Claim, bool, error)
 // holder key on the session lease).
 func (s *Store) Hold(ctx context.Context, key string, rev int64, replica string) error {
 	const op = "hold"
-	switch {
-	case key == "":
-		return invalid(op, "empty key")
-	case rev <= 0:
-		return invalid(op, "revision not positive")
-	case replica == "":
-		return invalid(op, "empty replica")
+	if err := claims.CheckHold(key, rev, replica); err != nil {
+		return err
 	}
 	octx, done, err := s.begin(ctx, op)
 	if err != nil {
@@ -222,11 +211,8 @@ func (s *Store) deleteClaim(key string) []clientv3.Op {
 // other replica holds it, the claim.
 func (s *Store) Unhold(ctx context.Context, key string, replica string) error {
 	const op = "unhold"
-	switch {
-	case key == "":
-		return invalid(op, "empty key")
-	case replica == "":
-		return invalid(op, "empty replica")
+	if err := claims.CheckUnhold(key, replica); err != nil {
+		return err
 	}
 	octx, done, err := s.begin(ctx, op)
 	if err != nil {
@@ -234,9 +220,6 @@ func (s *Store) Unhold(ctx context.Context, key string, replica string) error {
 	}
 	defer done()
 	if err := s.unhold(octx, key, replica); err != nil {
-		if errors.Is(err, ErrCorrupt) {
-			return err
-		}
 		return s.fail(octx, op, err)
 	}
 	return nil
@@ -274,13 +257,8 @@ func (s *Store) unhold(ctx context.Context, key, replica string) error {
 // Else(write it Closing, drop replica's hold)).
 func (s *Store) Close(ctx context.Context, key string, rev int64, replica string) (claims.CloseResult, error) {
 	const op = "close"
-	switch {
-	case key == "":
-		return 0, invalid(op, "empty key")
-	case rev <= 0:
-		return 0, invalid(op, "revision not positive")
-	case replica == "":
-		return 0, invalid(op, "empty replica")
+	if err := claims.CheckClose(key, rev, replica); err != nil {
+		return 0, err
 	}
 	octx, done, err := s.begin(ctx, op)
 	if err != nil {
@@ -289,9 +267,6 @@ func (s *Store) Close(ctx context.Context, key string, rev int64, replica string
 	defer done()
 	kv, c, lease, err := s.readClaim(octx, key)
 	if err != nil {
-		if errors.Is(err, ErrCorrupt) {
-			return 0, err
-		}
 		return 0, s.fail(octx, op, err)
 	}
 	if kv == nil || kv.ModRevision != rev {
@@ -337,13 +312,8 @@ func (s *Store) refresh(ctx context.Context, lease int64) {
 // Quarantine implements claims.Store.
 func (s *Store) Quarantine(ctx context.Context, key string, rev int64, attempt uint64, gen int64) (claims.Claim, error) {
 	const op = "quarantine"
-	switch {
-	case key == "":
-		return claims.Claim{}, invalid(op, "empty key")
-	case rev <= 0:
-		return claims.Claim{}, invalid(op, "revision not positive")
-	case gen <= 0:
-		return claims.Claim{}, invalid(op, "generation not positive")
+	if err := claims.CheckQuarantine(key, rev, gen); err != nil {
+		return claims.Claim{}, err
 	}
 	octx, done, err := s.begin(ctx, op)
 	if err != nil {
@@ -352,9 +322,6 @@ func (s *Store) Quarantine(ctx context.Context, key string, rev int64, attempt u
 	defer done()
 	kv, c, lease, err := s.readClaim(octx, key)
 	if err != nil {
-		if errors.Is(err, ErrCorrupt) {
-			return claims.Claim{}, err
-		}
 		return claims.Claim{}, s.fail(octx, op, err)
 	}
 	switch {
@@ -385,11 +352,8 @@ func (s *Store) Quarantine(ctx context.Context, key string, rev int64, attempt u
 // Resolve implements claims.Store.
 func (s *Store) Resolve(ctx context.Context, key string, attempt uint64, gen int64, accepted bool) (claims.Claim, bool, error) {
 	const op = "resolve"
-	switch {
-	case key == "":
-		return claims.Claim{}, false, invalid(op, "empty key")
-	case gen <= 0:
-		return claims.Claim{}, false, invalid(op, "generation not positive")
+	if err := claims.CheckResolve(key, gen); err != nil {
+		return claims.Claim{}, false, err
 	}
 	octx, done, err := s.begin(ctx, op)
 	if err != nil {
@@ -399,9 +363,6 @@ func (s *Store) Resolve(ctx context.Context, key string, attempt uint64, gen int
 	for {
 		kv, c, lease, err := s.readClaim(octx, key)
 		if err != nil {
-			if errors.Is(err, ErrCorrupt) {
-				return claims.Claim{}, false, err
-			}
 			return claims.Claim{}, false, s.fail(octx, op, err)
 		}
 		if kv == nil {
@@ -443,11 +404,8 @@ func (s *Store) Resolve(ctx context.Context, key string, attempt uint64, gen int
 // KeepAliveOnce of the claim's lease.
 func (s *Store) Touch(ctx context.Context, key string, rev int64) error {
 	const op = "touch"
-	switch {
-	case key == "":
-		return invalid(op, "empty key")
-	case rev <= 0:
-		return invalid(op, "revision not positive")
+	if err := claims.CheckTouch(key, rev); err != nil {
+		return err
 	}
 	octx, done, err := s.begin(ctx, op)
 	if err != nil {
@@ -456,9 +414,6 @@ func (s *Store) Touch(ctx context.Context, key string, rev int64) error {
 	defer done()
 	kv, _, lease, err := s.readClaim(octx, key)
 	if err != nil {
-		if errors.Is(err, ErrCorrupt) {
-			return err
-		}
 		return s.fail(octx, op, err)
 	}
 	switch {
@@ -482,8 +437,8 @@ func (s *Store) Touch(ctx context.Context, key string, rev int64) error {
 // session lease; the generation is the Put's revision.
 func (s *Store) Register(ctx context.Context, worker, identity string) (claims.Member, error) {
 	const op = "register"
-	if worker == "" {
-		return claims.Member{}, invalid(op, "empty worker")
+	if err := claims.CheckRegister(worker); err != nil {
+		return claims.Member{}, err
 	}
 	octx, done, err := s.begin(ctx, op)
 	if err != nil {
@@ -510,8 +465,8 @@ func (s *Store) Register(ctx context.Context, worker, identity string) (claims.M
 // Deregister implements claims.Store.
 func (s *Store) Deregister(ctx context.Context, worker string) error {
 	const op = "deregister"
-	if worker == "" {
-		return invalid(op, "empty worker")
+	if err := claims.CheckDeregister(worker); err != nil {
+		return err
 	}
 	octx, done, err := s.begin(ctx, op)
 	if err != nil {
@@ -551,8 +506,8 @@ func (s *Store) Members(ctx context.Context) ([]claims.Member, int64, error) {
 // replica-id counter; every call returns a new number.
 func (s *Store) ReplicaID(ctx context.Context, replica string) (uint64, error) {
 	const op = "replica-id"
-	if replica == "" {
-		return 0, invalid(op, "empty replica")
+	if err := claims.CheckReplicaID(replica); err != nil {
+		return 0, err
 	}
 	octx, done, err := s.begin(ctx, op)
 	if err != nil {

@@ -48,11 +48,8 @@ func (h *handle) begin(ctx context.Context, op string) error {
 // CreateOrGet implements claims.Store.
 func (h *handle) CreateOrGet(ctx context.Context, key string, propose func() (claims.Target, error)) (claims.Claim, bool, error) {
 	const op = "create-or-get"
-	if key == "" {
-		return claims.Claim{}, false, invalid(op, "empty key")
-	}
-	if propose == nil {
-		return claims.Claim{}, false, invalid(op, "nil propose")
+	if err := claims.CheckCreateOrGet(key, propose); err != nil {
+		return claims.Claim{}, false, err
 	}
 	b := h.b
 	for {
@@ -74,8 +71,8 @@ func (h *handle) CreateOrGet(ctx context.Context, key string, propose func() (cl
 		if err != nil {
 			return claims.Claim{}, false, err
 		}
-		if t.HasRank && t.Rank < 0 {
-			return claims.Claim{}, false, invalid(op, fmt.Sprintf("negative rank in proposal %v", t))
+		if err := claims.CheckProposal(t); err != nil {
+			return claims.Claim{}, false, err
 		}
 
 		if err := h.begin(ctx, op); err != nil {
@@ -105,8 +102,8 @@ func (h *handle) CreateOrGet(ctx context.Context, key string, propose func() (cl
 
 // Get implements claims.Store.
 func (h *handle) Get(ctx context.Context, key string) (claims.Claim, bool, error) {
-	if key == "" {
-		return claims.Claim{}, false, invalid("get", "empty key")
+	if err := claims.CheckGet(key); err != nil {
+		return claims.Claim{}, false, err
 	}
 	if err := h.begin(ctx, "get"); err != nil {
 		return claims.Claim{}, false, err
@@ -119,52 +116,48 @@ func (h *handle) Get(ctx context.Context, key string) (claims.Claim, bool, error
 	return r.c, true, nil
 }
 
-// current returns key's claim if its revision is rev, or an
-// ErrClaimMoved error. The caller holds b.mu.
-func (h *handle) current(op, key string, rev int64) (*record, error) {
-	r := h.b.claims[key]
-	if r == nil {
-		return nil, fmt.Errorf("memstore: %s %q rev %d: no claim: %w", op, key, rev, claims.ErrClaimMoved)
+// beginCurrent is begin, then key's claim if its revision is rev or an
+// ErrClaimMoved error. On success the caller holds b.mu and must unlock
+// it.
+func (h *handle) beginCurrent(ctx context.Context, op, key string, rev int64) (*record, error) {
+	if err := h.begin(ctx, op); err != nil {
+		return nil, err
 	}
-	if r.c.Rev != rev {
-		return nil, fmt.Errorf("memstore: %s %q rev %d: current rev is %d: %w", op, key, rev, r.c.Rev, claims.ErrClaimMoved)
+	r := h.b.claims[key]
+	var err error
+	switch {
+	case r == nil:
+		err = fmt.Errorf("memstore: %s %q rev %d: no claim: %w", op, key, rev, claims.ErrClaimMoved)
+	case r.c.Rev != rev:
+		err = fmt.Errorf("memstore: %s %q rev %d: current rev is %d: %w", op, key, rev, r.c.Rev, claims.ErrClaimMoved)
+	}
+	if err != nil {
+		h.b.mu.Unlock()
+		return nil, err
 	}
 	return r, nil
 }
 
 // Hold implements claims.Store.
 func (h *handle) Hold(ctx context.Context, key string, rev int64, replica string) error {
-	const op = "hold"
-	switch {
-	case key == "":
-		return invalid(op, "empty key")
-	case rev <= 0:
-		return invalid(op, "revision not positive")
-	case replica == "":
-		return invalid(op, "empty replica")
-	}
-	if err := h.begin(ctx, op); err != nil {
+	if err := claims.CheckHold(key, rev, replica); err != nil {
 		return err
 	}
-	defer h.b.mu.Unlock()
-	r, err := h.current(op, key, rev)
+	r, err := h.beginCurrent(ctx, "hold", key, rev)
 	if err != nil {
 		return err
 	}
+	defer h.b.mu.Unlock()
 	r.holders[replica] = h
 	return nil
 }
 
 // Unhold implements claims.Store.
 func (h *handle) Unhold(ctx context.Context, key string, replica string) error {
-	const op = "unhold"
-	switch {
-	case key == "":
-		return invalid(op, "empty key")
-	case replica == "":
-		return invalid(op, "empty replica")
+	if err := claims.CheckUnhold(key, replica); err != nil {
+		return err
 	}
-	if err := h.begin(ctx, op); err != nil {
+	if err := h.begin(ctx, "unhold"); err != nil {
 		return err
 	}
 	defer h.b.mu.Unlock()
@@ -184,16 +177,10 @@ func (h *handle) Unhold(ctx context.Context, key string, replica string) error {
 
 // Close implements claims.Store.
 func (h *handle) Close(ctx context.Context, key string, rev int64, replica string) (claims.CloseResult, error) {
-	const op = "close"
-	switch {
-	case key == "":
-		return 0, invalid(op, "empty key")
-	case rev <= 0:
-		return 0, invalid(op, "revision not positive")
-	case replica == "":
-		return 0, invalid(op, "empty replica")
+	if err := claims.CheckClose(key, rev, replica); err != nil {
+		return 0, err
 	}
-	if err := h.begin(ctx, op); err != nil {
+	if err := h.begin(ctx, "close"); err != nil {
 		return 0, err
 	}
 	defer h.b.mu.Unlock()
@@ -218,22 +205,14 @@ func (h *handle) Close(ctx context.Context, key string, rev int64, replica strin
 // Quarantine implements claims.Store.
 func (h *handle) Quarantine(ctx context.Context, key string, rev int64, attempt uint64, gen int64) (claims.Claim, error) {
 	const op = "quarantine"
-	switch {
-	case key == "":
-		return claims.Claim{}, invalid(op, "empty key")
-	case rev <= 0:
-		return claims.Claim{}, invalid(op, "revision not positive")
-	case gen <= 0:
-		return claims.Claim{}, invalid(op, "generation not positive")
-	}
-	if err := h.begin(ctx, op); err != nil {
+	if err := claims.CheckQuarantine(key, rev, gen); err != nil {
 		return claims.Claim{}, err
 	}
-	defer h.b.mu.Unlock()
-	r, err := h.current(op, key, rev)
+	r, err := h.beginCurrent(ctx, op, key, rev)
 	if err != nil {
 		return claims.Claim{}, err
 	}
+	defer h.b.mu.Unlock()
 	if r.c.Gen != gen {
 		return claims.Claim{}, fmt.Errorf("memstore: %s %q rev %d: generation %d is not the claim's %d: %w", op, key, rev, gen, r.c.Gen, claims.ErrClaimMoved)
 	}
@@ -245,14 +224,10 @@ func (h *handle) Quarantine(ctx context.Context, key string, rev int64, attempt 
 
 // Resolve implements claims.Store.
 func (h *handle) Resolve(ctx context.Context, key string, attempt uint64, gen int64, accepted bool) (claims.Claim, bool, error) {
-	const op = "resolve"
-	switch {
-	case key == "":
-		return claims.Claim{}, false, invalid(op, "empty key")
-	case gen <= 0:
-		return claims.Claim{}, false, invalid(op, "generation not positive")
+	if err := claims.CheckResolve(key, gen); err != nil {
+		return claims.Claim{}, false, err
 	}
-	if err := h.begin(ctx, op); err != nil {
+	if err := h.begin(ctx, "resolve"); err != nil {
 		return claims.Claim{}, false, err
 	}
 	defer h.b.mu.Unlock()
@@ -275,29 +250,22 @@ func (h *handle) Resolve(ctx context.Context, key string, attempt uint64, gen in
 
 // Touch implements claims.Store.
 func (h *handle) Touch(ctx context.Context, key string, rev int64) error {
-	const op = "touch"
-	switch {
-	case key == "":
-		return invalid(op, "empty key")
-	case rev <= 0:
-		return invalid(op, "revision not positive")
-	}
-	if err := h.begin(ctx, op); err != nil {
+	if err := claims.CheckTouch(key, rev); err != nil {
 		return err
 	}
-	defer h.b.mu.Unlock()
-	r, err := h.current(op, key, rev)
+	r, err := h.beginCurrent(ctx, "touch", key, rev)
 	if err != nil {
 		return err
 	}
+	defer h.b.mu.Unlock()
 	r.deadline = h.b.now() + h.b.ttl
 	return nil
 }
 
 // Register implements claims.Store.
 func (h *handle) Register(ctx context.Context, worker, identity string) (claims.Member, error) {
-	if worker == "" {
-		return claims.Member{}, invalid("register", "empty worker")
+	if err := claims.CheckRegister(worker); err != nil {
+		return claims.Member{}, err
 	}
 	if err := h.begin(ctx, "register"); err != nil {
 		return claims.Member{}, err
@@ -313,8 +281,8 @@ func (h *handle) Register(ctx context.Context, worker, identity string) (claims.
 
 // Deregister implements claims.Store.
 func (h *handle) Deregister(ctx context.Context, worker string) error {
-	if worker == "" {
-		return invalid("deregister", "empty worker")
+	if err := claims.CheckDeregister(worker); err != nil {
+		return err
 	}
 	if err := h.begin(ctx, "deregister"); err != nil {
 		return err
@@ -346,8 +314,8 @@ func (h *handle) Members(ctx context.Context) ([]claims.Member, int64, error) {
 
 // ReplicaID implements claims.Store: every call returns a new number.
 func (h *handle) ReplicaID(ctx context.Context, replica string) (uint64, error) {
-	if replica == "" {
-		return 0, invalid("replica-id", "empty replica")
+	if err := claims.CheckReplicaID(replica); err != nil {
+		return 0, err
 	}
 	if err := h.begin(ctx, "replica-id"); err != nil {
 		return 0, err

@@ -25,7 +25,6 @@ package memstore
 
 import (
 	"errors"
-	"fmt"
 	"sort"
 	"sync"
 	"time"
@@ -443,6 +442,8 @@ func (b *Backend) Deadline(key string) (time.Duration, bool) {
 	return r.deadline, true
 }
 
+// invalid is the error of a bad argument the claims checkers do not cover
+// (a nil context).
 func invalid(op, what string) error {
-	return fmt.Errorf("memstore: %s: %s: %w", op, what, claims.ErrInvalidArgument)
+	return &claims.ArgumentError{Op: op, What: what}
 }

@@ -50,20 +50,36 @@ func none(t *testing.T, ch <-chan claims.Event) {
 	}
 }
 
-func TestUnavailableThenReset(t *testing.T) {
-	b, _ := newManual(t, time.Minute)
+// watch opens replica "a" on a manual-clock backend (IdleTTL a minute)
+// and subscribes to its events until the test ends, reading the first
+// Reset.
+func watch(t *testing.T) (*memstore.Backend, *placement.ManualClock, claims.Store, <-chan claims.Event) {
+	t.Helper()
+	b, clk := newManual(t, time.Minute)
 	a := b.Open("a")
 	ctx, cancel := context.WithCancel(bg)
-	defer cancel()
+	t.Cleanup(cancel)
 	ev, err := a.Events(ctx)
 	require.NoError(t, err)
 	require.Equal(t, claims.Reset, next(t, ev).Kind)
-	_, err = a.Register(bg, "w", "1")
+	return b, clk, a, ev
+}
+
+// watchRegistered is watch, then a registers worker "w" (its
+// MembersChanged read).
+func watchRegistered(t *testing.T) (*memstore.Backend, *placement.ManualClock, claims.Store, <-chan claims.Event) {
+	t.Helper()
+	b, clk, a, ev := watch(t)
+	_, err := a.Register(bg, "w", "1")
 	require.NoError(t, err)
 	require.Equal(t, claims.MembersChanged, next(t, ev).Kind)
+	return b, clk, a, ev
+}
 
+func TestUnavailableThenReset(t *testing.T) {
+	b, _, a, ev := watchRegistered(t)
 	b.SetUnavailable("a", true)
-	_, _, err = a.CreateOrGet(bg, "s", target("w"))
+	_, _, err := a.CreateOrGet(bg, "s", target("w"))
 	var ue *claims.UnavailableError
 	require.ErrorAs(t, err, &ue)
 	require.ErrorIs(t, err, claims.ErrUnavailable)
@@ -90,17 +106,7 @@ func TestUnavailableThenReset(t *testing.T) {
 }
 
 func TestHoldEventsOverflowBecomesReset(t *testing.T) {
-	b, _ := newManual(t, time.Minute)
-	a := b.Open("a")
-	ctx, cancel := context.WithCancel(bg)
-	defer cancel()
-	ev, err := a.Events(ctx)
-	require.NoError(t, err)
-	require.Equal(t, claims.Reset, next(t, ev).Kind)
-	_, err = a.Register(bg, "w", "1")
-	require.NoError(t, err)
-	require.Equal(t, claims.MembersChanged, next(t, ev).Kind)
-
+	b, _, a, ev := watchRegistered(t)
 	b.HoldEvents("a", true)
 	c, _, err := a.CreateOrGet(bg, "k", target("w"))
 	require.NoError(t, err)
@@ -132,13 +138,7 @@ func TestHoldEventsOverflowBecomesReset(t *testing.T) {
 }
 
 func TestInjectResetAndDuplicate(t *testing.T) {
-	b, _ := newManual(t, time.Minute)
-	a := b.Open("a")
-	ctx, cancel := context.WithCancel(bg)
-	defer cancel()
-	ev, err := a.Events(ctx)
-	require.NoError(t, err)
-	require.Equal(t, claims.Reset, next(t, ev).Kind)
+	b, _, a, ev := watch(t)
 	b.InjectReset("a")
 	require.Equal(t, claims.Event{Kind: claims.Reset, Why: "injected reset"}, next(t, ev))
 	b.DuplicateNext("a")
@@ -176,16 +176,7 @@ func TestCrashDropsHoldsAndCompletesDeferredClose(t *testing.T) {
 }
 
 func TestLoseSession(t *testing.T) {
-	b, _ := newManual(t, time.Minute)
-	a := b.Open("a")
-	ctx, cancel := context.WithCancel(bg)
-	defer cancel()
-	ev, err := a.Events(ctx)
-	require.NoError(t, err)
-	require.Equal(t, claims.Reset, next(t, ev).Kind)
-	_, err = a.Register(bg, "w", "1")
-	require.NoError(t, err)
-	require.Equal(t, claims.MembersChanged, next(t, ev).Kind)
+	b, _, a, ev := watchRegistered(t)
 	b.LoseSession("a")
 	require.Equal(t, claims.MembersChanged, next(t, ev).Kind)
 	require.Equal(t, claims.Reset, next(t, ev).Kind)
@@ -195,16 +186,7 @@ func TestLoseSession(t *testing.T) {
 }
 
 func TestManualExpiryNeedsSweepOrAnOperation(t *testing.T) {
-	b, clk := newManual(t, time.Minute)
-	a := b.Open("a")
-	ctx, cancel := context.WithCancel(bg)
-	defer cancel()
-	ev, err := a.Events(ctx)
-	require.NoError(t, err)
-	require.Equal(t, claims.Reset, next(t, ev).Kind)
-	_, err = a.Register(bg, "w", "1")
-	require.NoError(t, err)
-	require.Equal(t, claims.MembersChanged, next(t, ev).Kind)
+	b, clk, a, ev := watchRegistered(t)
 	c, _, err := a.CreateOrGet(bg, "s", target("w"))
 	require.NoError(t, err)
 	require.NoError(t, clk.AdvanceBy(time.Minute))
