@@ -16,9 +16,9 @@ SHELL       := /bin/bash
 .SHELLFLAGS := -o pipefail -c
 GO          ?= go
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
-CONFIGS     := $(wildcard spec/tla/MC*.cfg)
+CONFIGS     := $(filter-out spec/tla/MCClaims%,$(wildcard spec/tla/MC*.cfg))
 
-.PHONY: test lint race conformance explore bench-smoke mutants fuzz campaign verify tlc bench benchstat
+.PHONY: test lint race conformance explore explore-claims bench-smoke mutants fuzz campaign verify tlc bench benchstat
 
 test:
 	@scripts/check.sh test
@@ -47,6 +47,10 @@ explore:
 	  case $$cfg in *MCBug*|*MCWitness*) flag=-expect-violation ;; *) flag= ;; esac; \
 	  .bin/explore -q $$flag -config $$cfg || exit 1; \
 	done
+
+# The claims spec's configs (spec/tla/MCClaims*.cfg), explored and compared with TLC's results.
+explore-claims:
+	$(GO) test -count=1 -run 'TestConformance$$' -v ./model/claims/ | grep --line-buffered -E '^(\s+---|---|\s+conformance_test|ok|FAIL)'
 
 # Every benchmark once, so a broken one fails CI (figures come from make bench).
 bench-smoke:

@@ -1,6 +1,6 @@
 // Package claims is the backend-neutral claim store that router replicas
 // share a session's placement through (docs/claims.md; the protocol is
-// spec/tla/claims/Claims.tla). A claim binds a session key to a target
+// spec/tla/Claims.tla). A claim binds a session key to a target
 // under the target's shared generation; it is immutable per revision, and
 // every change of a session's claim writes a new revision, ending the old
 // one. Backends: etcd (impl/claims/etcdstore), a shared directory

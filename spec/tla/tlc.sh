@@ -20,24 +20,27 @@ trap 'rm -rf "$work"' EXIT
 cd "$here"
 configs=("$@")
 [ ${#configs[@]} -gt 0 ] || configs=(MC*.cfg)
-(cd "$root" && go build -o "$work/tlcresult" ./model/cmd/tlcresult)
+(cd "$root" && go build -o "$work/tlcresult" ./model/cmd/tlcresult && go build -o "$work/claimsresult" ./model/claims/cmd/claimsresult)
 fail=0
 for cfg in "${configs[@]}"; do
   name=${cfg%.cfg}
   dump=()
-  case $name in MCBug*|MCWitness*) must_fail=1 ;; *) must_fail=0; dump=(-dump "$work/$name.dump") ;; esac
+  case $name in MCBug*|MCWitness*|MCClaimsBug*|MCClaimsWitness*) must_fail=1 ;; *) must_fail=0; dump=(-dump "$work/$name.dump") ;; esac
+  # The claims spec (MCClaims*) has its own module and recorder; its bounds end behaviours, so no deadlock check.
+  module=MCPlacement.tla; result=tlcresult; extra=()
+  case $name in MCClaims*) module=MCClaims.tla; result=claimsresult; extra=(-deadlock) ;; esac
   echo "tlc: checking $cfg ..."
   status=0
   # One worker: TLC's reported depth is exact only with one.
   java -XX:+UseParallelGC -cp "$TLA2TOOLS_JAR" tlc2.TLC -workers 1 -metadir "$work/meta-$name" \
-    -noGenerateSpecTE "${dump[@]}" -config "$cfg" MCPlacement.tla >"$work/$name.out" 2>&1 || status=$?
+    -noGenerateSpecTE "${extra[@]}" "${dump[@]}" -config "$cfg" "$module" >"$work/$name.out" 2>&1 || status=$?
   if [ $must_fail = 1 ] && [ $status -eq 0 ]; then
     echo "tlc: $cfg must fail but TLC found no violation" >&2; fail=1; continue
   fi
   if [ $must_fail = 0 ] && [ $status -ne 0 ]; then
     echo "tlc: $cfg failed (exit $status):" >&2; tail -40 "$work/$name.out" >&2; fail=1; continue
   fi
-  if ! "$work/tlcresult" -config "$cfg" -tlc-output "$work/$name.out" ${dump[@]:+-dump "${dump[1]}"} \
+  if ! "$work/$result" -config "$cfg" -tlc-output "$work/$name.out" ${dump[@]:+-dump "${dump[1]}"} \
       -o "results/$name.json"; then
     fail=1; continue
   fi

@@ -1,0 +1,189 @@
+package claims
+
+import (
+	"fmt"
+	"sort"
+)
+
+// A variant is a deliberately broken definition that spec/tla/MCClaims.tla
+// defines under the same name. The checks must catch every one of them.
+type variant struct {
+	replaces string
+	doc      string
+	apply    func(o *ops)
+}
+
+var variants = map[string]variant{
+	"BugUnfencedClose": {"Close",
+		"Close is not fenced by revision: it closes whatever claim the session has now",
+		func(o *ops) { o.Close = bugUnfencedClose }},
+	"BugCloseWhileHeld": {"Close",
+		"Close deletes the claim while other replicas hold it",
+		func(o *ops) { o.Close = bugCloseWhileHeld }},
+	"BugNoEvictOnReset": {"Receive",
+		"a Reset evicts nothing from the cache",
+		func(o *ops) { o.Receive = bugNoEvictOnReset }},
+	"BugExpireInUse": {"Expire",
+		"an idle claim expires even while replicas hold it",
+		func(o *ops) { o.Expire = bugExpireInUse }},
+	"BugDropWithoutReset": {"Drop",
+		"the watch loses an event and sends no Reset",
+		func(o *ops) { o.Drop = bugDropWithoutReset }},
+	"BugQuarantineNotShared": {"Ambiguous",
+		"the quarantine is written in place, under the same revision: no Delete reaches the other replicas",
+		func(o *ops) { o.Ambiguous = bugQuarantineNotShared }},
+	"BugReconcileOverwrites": {"Reconcile",
+		"the store-down reconcile writes over whatever claim the session has (last writer wins)",
+		func(o *ops) { o.Reconcile = bugReconcileOverwrites }},
+	"BugClaimReplacesInPlace": {"Claim",
+		"CreateOrGet replaces a stale claim under its old revision",
+		func(o *ops) { o.Claim = bugClaimReplacesInPlace }},
+}
+
+// VariantNames lists the broken variants, sorted.
+func VariantNames() []string {
+	out := make([]string, 0, len(variants))
+	for n := range variants {
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// ErrUnknownOverride is returned (wrapped) by Override for a definition or
+// variant the model does not have.
+var ErrUnknownOverride = fmt.Errorf("claims: unknown override")
+
+// Override replaces the spec definition def with the broken variant of that
+// name (TLC's `def <- variant`).
+func (m *Model) Override(def, name string) error {
+	v, ok := variants[name]
+	if !ok {
+		return fmt.Errorf("%w: no variant %s", ErrUnknownOverride, name)
+	}
+	if v.replaces != def {
+		return fmt.Errorf("%w: variant %s replaces %s, not %s", ErrUnknownOverride, name, v.replaces, def)
+	}
+	v.apply(&m.ops)
+	m.Variants = append(m.Variants, name)
+	sort.Strings(m.Variants)
+	return nil
+}
+
+func bugUnfencedClose(m *Model, s *State, r, ss int) (State, bool) {
+	i := m.ix(r, ss)
+	l, c := s.Lease[i], s.Claim[ss]
+	if !s.Up[r] || l.N != 1 {
+		return State{}, false
+	}
+	if c.St != StNone && s.Holders[ss]&^bit(r) != 0 && s.Rev >= m.Cfg.MaxRev {
+		return State{}, false
+	}
+	n := s.Clone()
+	n.Lease[i] = Lease{}
+	n.Cache[i] = noEntry
+	switch {
+	case c.St != StNone && s.Holders[ss]&^bit(r) == 0: // BUG: no c.Rev == l.Rev
+		n.Claim[ss] = noClaim
+		n.Holders[ss] = 0
+		m.publish(s, &n, ss, c.Rev)
+	case c.St != StNone:
+		q := c
+		q.St, q.Rev = StClosing, s.Rev+1
+		n.Claim[ss] = q
+		n.Holders[ss] &^= bit(r)
+		n.Rev = s.Rev + 1
+		m.publish(s, &n, ss, c.Rev)
+	default:
+		m.unhold(s, &n, r, ss)
+	}
+	return n, true
+}
+
+func bugCloseWhileHeld(m *Model, s *State, r, ss int) (State, bool) {
+	i := m.ix(r, ss)
+	l, c := s.Lease[i], s.Claim[ss]
+	if !s.Up[r] || l.N != 1 {
+		return State{}, false
+	}
+	n := s.Clone()
+	n.Lease[i] = Lease{}
+	n.Cache[i] = noEntry
+	if c.St != StNone && c.Rev == l.Rev { // BUG: other holders ignored
+		n.Claim[ss] = noClaim
+		n.Holders[ss] = 0
+		m.publish(s, &n, ss, c.Rev)
+	} else {
+		m.unhold(s, &n, r, ss)
+	}
+	return n, true
+}
+
+func bugNoEvictOnReset(m *Model, s *State, r int) (State, bool) { return receiveWith(m, s, r, false) }
+
+func bugExpireInUse(m *Model, s *State, ss int) (State, bool) {
+	if s.Claim[ss].St == StNone { // BUG: holders ignored
+		return State{}, false
+	}
+	n := s.Clone()
+	n.Claim[ss] = noClaim
+	n.Holders[ss] = 0
+	m.publish(s, &n, ss, s.Claim[ss].Rev)
+	return n, true
+}
+
+func bugDropWithoutReset(m *Model, s *State, r int) (State, bool) {
+	q := s.Chan[r]
+	if len(q) == 0 || q[0].Reset {
+		return State{}, false
+	}
+	n := s.Clone()
+	n.Chan[r] = n.Chan[r][1:] // BUG: no Reset
+	return n, true
+}
+
+func bugQuarantineNotShared(m *Model, s *State, r, ss int) (State, bool) {
+	i := m.ix(r, ss)
+	l, c := s.Lease[i], s.Claim[ss]
+	if !s.Up[r] || l.N == 0 || l.Rev == 0 {
+		return State{}, false
+	}
+	n := s.Clone()
+	if c.St == StBound && c.Rev == l.Rev {
+		q := c
+		q.St, q.Attempt = StQuarantined, l.Rev // BUG: same revision, no Delete
+		n.Claim[ss] = q
+		n.Cache[i] = Entry{St: StQuarantined, Rev: c.Rev, Target: c.Target, Gen: c.Gen}
+	}
+	return n, true
+}
+
+func bugReconcileOverwrites(m *Model, s *State, r, ss int) (State, bool) {
+	if !s.Up[r] || s.Cache[m.ix(r, ss)].St != StUnclaimed || resetPending(s, r) {
+		return State{}, false
+	}
+	return reconcileWrite(m, s, r, ss) // BUG: whatever the claim is
+}
+
+func bugClaimReplacesInPlace(m *Model, s *State, r, ss, w int) (State, bool) {
+	i := m.ix(r, ss)
+	if !s.Up[r] || !needsClaim(s, s.Cache[i]) {
+		return State{}, false
+	}
+	c := s.Claim[ss]
+	switch {
+	case c.St == StNone:
+		return claimAct(m, s, r, ss, w)
+	case stale(s, c):
+		n := s.Clone()
+		q := c
+		q.Target, q.Gen = w, s.Gen[w] // BUG: under the old revision
+		n.Claim[ss] = q
+		n.Holders[ss] = 0
+		n.Cache[i] = Entry{St: c.St, Rev: c.Rev, Target: w, Gen: s.Gen[w]}
+		return n, true
+	}
+	n := s.Clone()
+	n.Cache[i] = entryOf(c)
+	return n, true
+}

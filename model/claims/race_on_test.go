@@ -1,0 +1,5 @@
+//go:build race
+
+package claims
+
+const raceEnabled = true

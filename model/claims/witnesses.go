@@ -1,0 +1,100 @@
+package claims
+
+// WitnessInvariants and WitnessActions mirror spec/tla/MCClaims.tla's
+// Never* definitions: each says an interesting situation never happens, and
+// its MCClaimsWitness*.cfg must report it violated, which shows that the
+// constants reach the situation. They are not properties of the protocol.
+var (
+	WitnessInvariants = map[string]Invariant{}
+	WitnessActions    = map[string]ActionProperty{}
+)
+
+func init() {
+	for _, inv := range []Invariant{
+		{"NeverQuarantineSeenByTwo", func(m *Model, s *State) bool {
+			for ss := range m.Cfg.Sessions {
+				n := 0
+				for r := range m.Cfg.Replicas {
+					if s.Cache[m.ix(r, ss)].St == StQuarantined {
+						n++
+					}
+				}
+				if n >= 2 {
+					return false
+				}
+			}
+			return true
+		}},
+		{"NeverCloseDeferred", func(m *Model, s *State) bool {
+			for _, c := range s.Claim {
+				if c.St == StClosing {
+					return false
+				}
+			}
+			return true
+		}},
+	} {
+		WitnessInvariants[inv.Name] = inv
+	}
+	for _, p := range []ActionProperty{
+		{"NeverResetEvicts", func(m *Model, s *State, l Label, t *State) bool {
+			if l.Act != ActReceive || !s.Chan[l.R][0].Reset {
+				return true
+			}
+			for ss := range m.Cfg.Sessions {
+				if s.Cache[m.ix(l.R, ss)].St.claimed() {
+					return false
+				}
+			}
+			return true
+		}},
+		{"NeverStaleDelete", func(m *Model, s *State, l Label, t *State) bool {
+			if l.Act != ActReceive || s.Chan[l.R][0].Reset {
+				return true
+			}
+			ev := s.Chan[l.R][0]
+			e := s.Cache[m.ix(l.R, ev.S)]
+			return !(e.St.claimed() && e.Rev > ev.Rev)
+		}},
+		{"NeverCrashWhileHolding", func(m *Model, s *State, l Label, t *State) bool {
+			if l.Act != ActCrash {
+				return true
+			}
+			for _, h := range s.Holders {
+				if h&(1<<uint(l.R)) != 0 {
+					return false
+				}
+			}
+			return true
+		}},
+		{"NeverReconcileConflict", func(m *Model, s *State, l Label, t *State) bool {
+			if l.Act != ActReconcile {
+				return true
+			}
+			c := s.Claim[l.S]
+			return !(c.St != StNone && s.Gen[c.Target] == c.Gen && c.Target != s.Cache[m.ix(l.R, l.S)].Target)
+		}},
+		{"NeverExpireCached", func(m *Model, s *State, l Label, t *State) bool {
+			if l.Act != ActExpire {
+				return true
+			}
+			for r := range m.Cfg.Replicas {
+				e := s.Cache[m.ix(r, l.S)]
+				if e.St.claimed() && e.Rev == s.Claim[l.S].Rev {
+					return false
+				}
+			}
+			return true
+		}},
+		{"NeverRouteInWindow", func(m *Model, s *State, l Label, t *State) bool {
+			if l.Act != ActRoute || !s.Up[l.R] {
+				return true
+			}
+			i := m.ix(l.R, l.S)
+			e, c := s.Cache[i], s.Claim[l.S]
+			return !(t.Lease[i].N > s.Lease[i].N && e.St == StBound && !(c.St != StNone && c.Target == e.Target))
+		}},
+	} {
+		WitnessActions[p.Name] = p
+	}
+}

@@ -1,0 +1,495 @@
+------------------------------- MODULE Claims -------------------------------
+(***************************************************************************)
+(* Claims across router replicas (docs/claims.md). Replicas share each     *)
+(* session's placement through a claim in a linearizable store. Each       *)
+(* replica keeps a local cache of claims and local leases (requests in     *)
+(* flight), and learns that a claim revision ended through its own watch   *)
+(* channel of Delete and Reset events. The channel may delay events,       *)
+(* duplicate them, drop them (the store then promises a Reset), and        *)
+(* overflow (replaced by a Reset). A replica may crash (it loses its       *)
+(* cache and leases; its holds vanish) and may lose the store (it keeps    *)
+(* serving cached sessions, places new ones locally as unclaimed, and      *)
+(* reconciles them when the store returns: first writer wins). An idle     *)
+(* claim expires (time abstracted: Expire is enabled when no replica holds *)
+(* it). Worker generations are shared (they come from the store).          *)
+(*                                                                         *)
+(* The Go model in model/claims mirrors this module action for action,     *)
+(* with the same names; its tests compare the two state spaces.            *)
+(*                                                                         *)
+(* Abstractions: a deletion does not move the store's revision (only the   *)
+(* writes of a claim do: the Delete event names the revision that ended);  *)
+(* a worker's generation is a counter, not its registration's revision;    *)
+(* a replica sees generation moves at once; the store itself is always up, *)
+(* unreachability is per replica; an attempt is named by the revision it   *)
+(* was dispatched under.                                                   *)
+(***************************************************************************)
+EXTENDS Naturals, FiniteSets, Sequences
+
+CONSTANTS
+    Replicas,    \* router replicas
+    Sessions,    \* session keys
+    Workers,     \* targets
+    NoReplica,   \* model value: a step that names no replica
+    NoSession,   \* model value: a step or event that names no session
+    NoWorker,    \* model value: an entry that names no worker
+    MaxRev,      \* the store writes at most MaxRev claim revisions
+    MaxGen,      \* a worker's generation ranges over 1..MaxGen
+    MaxLeases,   \* local leases (requests in flight) per replica and session
+    MaxChan,     \* a watch channel buffers at most MaxChan events (then: Reset)
+    MaxFaults    \* faults per behaviour: crashes, disconnections, drops, duplicates, generation bumps
+
+ASSUME /\ MaxRev \in Nat /\ MaxGen \in Nat \ {0}
+       /\ MaxLeases \in Nat \ {0} /\ MaxChan \in Nat \ {0} /\ MaxFaults \in Nat
+
+VARIABLES
+    faults,   \* faults injected so far (bounded by MaxFaults: see Did)
+    rev,      \* the store's revision: the last claim revision written
+    gen,      \* worker -> its current generation (shared by every replica)
+    claim,    \* session -> its claim in the store (st "None": no claim)
+    holders,  \* session -> the replicas holding leases on its claim's lineage
+    up,       \* replica -> the store is reachable from it
+    cache,    \* replica -> session -> its cached claim, or an unclaimed local placement
+    lease,    \* replica -> session -> its local leases: how many, on which revision
+    chan,     \* replica -> its watch channel: Delete and Reset events not yet processed
+    ended,    \* ghost: session -> the revisions of its claim that ended
+    step      \* ghost: the label of the step just taken (see Next)
+
+vars == <<faults, rev, gen, claim, holders, up, cache, lease, chan>>
+(* The ghost `step` is set in Next, outside every action, and `ended` by  *)
+(* TrackEnded, a definition of its own: a broken variant of an action     *)
+(* cannot move them. `View` leaves `step` out, so TLC and the Go model     *)
+(* count the same states.                                                  *)
+allvars == <<vars, ended, step>>
+View == <<vars, ended>>
+
+ClaimStates == {"Bound", "Quarantined", "Closing"}
+Resolutions == {"Accepted", "NotAccepted"}
+
+(* A claim: one revision of a session's placement. `born` is the revision *)
+(* that created its lineage (etcd's create revision): a quarantine, a      *)
+(* resolve and a deferred close write new revisions of the same lineage;  *)
+(* `attempt` names a quarantined attempt by the revision it was           *)
+(* dispatched under.                                                       *)
+NoClaim == [st |-> "None", rev |-> 0, born |-> 0, target |-> NoWorker, gen |-> 0, attempt |-> 0]
+(* A cache entry: a claim as the replica read it (st in ClaimStates), an  *)
+(* unclaimed local placement (st "Unclaimed", rev 0), or nothing.          *)
+NoEntry == [st |-> "None", rev |-> 0, target |-> NoWorker, gen |-> 0]
+NoLease == [n |-> 0, rev |-> 0]
+ResetEv == [kind |-> "Reset", s |-> NoSession, rev |-> 0]
+DeleteEv(s, v) == [kind |-> "Delete", s |-> s, rev |-> v]
+
+Entry(c) == [st |-> c.st, rev |-> c.rev, target |-> c.target, gen |-> c.gen]
+NewClaim(w) == [st |-> "Bound", rev |-> rev + 1, born |-> rev + 1, target |-> w, gen |-> gen[w], attempt |-> 0]
+(* A claim is stale when its worker's generation moved on.                 *)
+Stale(c) == c.st # "None" /\ gen[c.target] # c.gen
+(* A replica needs to read the claim: it caches nothing, or a stale claim. *)
+NeedsClaim(e) == e.st = "None" \/ (e.st \in ClaimStates /\ gen[e.target] # e.gen)
+(* A replica routes from an entry that is bound (or unclaimed) and current.*)
+Routable(e) == e.st \in {"Bound", "Unclaimed"} /\ gen[e.target] = e.gen
+(* The replica's Reset still waits in its channel.                         *)
+ResetPending(r) == \E i \in 1..Len(chan[r]) : chan[r][i].kind = "Reset"
+
+(* The watch: an event is appended to a channel; a full channel loses its *)
+(* events and holds a Reset instead (a slow consumer). Resets coalesce.   *)
+Push(q, ev) == IF Len(q) < MaxChan THEN Append(q, ev) ELSE <<ResetEv>>
+AddReset(q) == IF q # <<>> /\ q[Len(q)].kind = "Reset" THEN q ELSE Push(q, ResetEv)
+(* Revision v of s ended: a Delete to every replica that reaches the      *)
+(* store (one that does not will get a Reset when it reconnects) and      *)
+(* caches v. The store sends it to every watcher, but a replica caches a   *)
+(* revision only while it is current, so a Delete of a revision it does  *)
+(* not cache now would evict nothing, ever: leaving those out changes no  *)
+(* cache and keeps the channels (and the state space) small.              *)
+Publish(s, v) ==
+    chan' = [r \in Replicas |->
+               IF up[r] /\ cache[r][s].st \in ClaimStates /\ cache[r][s].rev = v
+               THEN Push(chan[r], DeleteEv(s, v)) ELSE chan[r]]
+
+Label(act, r, s, w, a, o) == [act |-> act, r |-> r, s |-> s, w |-> w, a |-> a, o |-> o]
+
+Init ==
+    /\ faults = 0
+    /\ rev = 0
+    /\ gen = [w \in Workers |-> 1]
+    /\ claim = [s \in Sessions |-> NoClaim]
+    /\ holders = [s \in Sessions |-> {}]
+    /\ up = [r \in Replicas |-> TRUE]
+    /\ cache = [r \in Replicas |-> [s \in Sessions |-> NoEntry]]
+    /\ lease = [r \in Replicas |-> [s \in Sessions |-> NoLease]]
+    /\ chan = [r \in Replicas |-> <<>>]
+    /\ ended = [s \in Sessions |-> {}]
+    /\ step = Label("Init", NoReplica, NoSession, NoWorker, 0, "None")
+
+-----------------------------------------------------------------------------
+(* Claim(r, s, w): CreateOrGet. A replica that needs s's claim reads it;  *)
+(* when there is none, or it is stale, the replica's proposal w is written *)
+(* as a new lineage (first writer wins), ending the stale one's holds.    *)
+Claim(r, s, w) ==
+    LET c == claim[s] IN
+    /\ up[r] /\ NeedsClaim(cache[r][s])
+    /\ IF c.st = "None" \/ Stale(c)
+       THEN /\ rev < MaxRev
+            /\ claim' = [claim EXCEPT ![s] = NewClaim(w)]
+            /\ rev' = rev + 1
+            /\ holders' = [holders EXCEPT ![s] = {}]
+            /\ cache' = [cache EXCEPT ![r][s] = Entry(NewClaim(w))]
+            /\ IF c.st = "None" THEN UNCHANGED chan ELSE Publish(s, c.rev)
+       ELSE /\ cache' = [cache EXCEPT ![r][s] = Entry(c)]
+            /\ UNCHANGED <<rev, claim, holders, chan>>
+    /\ UNCHANGED <<gen, up, lease>>
+
+(* PlaceLocal(r, s, w): the store is unreachable: a new session is placed *)
+(* locally on w and marked unclaimed.                                      *)
+PlaceLocal(r, s, w) ==
+    /\ ~up[r] /\ NeedsClaim(cache[r][s])
+    /\ cache' = [cache EXCEPT ![r][s] = [st |-> "Unclaimed", rev |-> 0, target |-> w, gen |-> gen[w]]]
+    /\ UNCHANGED <<rev, gen, claim, holders, up, lease, chan>>
+
+(* Route(r, s): a turn of s on r dispatches to the cached target and takes *)
+(* a local lease. The first local lease of a claimed session holds the     *)
+(* claim in the store (Hold, fenced by the revision: a moved claim is      *)
+(* evicted and nothing is dispatched); later ones are local (the hot       *)
+(* path), as are all while the store is unreachable, and unclaimed ones.  *)
+Route(r, s) ==
+    LET e == cache[r][s]
+        l == lease[r][s] IN
+    /\ Routable(e)
+    /\ l.n < MaxLeases
+    /\ l.n > 0 => l.rev = e.rev
+    /\ IF l.n = 0 /\ up[r] /\ e.st = "Bound"
+       THEN IF claim[s].st # "None" /\ claim[s].rev = e.rev
+            THEN /\ holders' = [holders EXCEPT ![s] = @ \cup {r}]
+                 /\ lease' = [lease EXCEPT ![r][s] = [n |-> 1, rev |-> e.rev]]
+                 /\ UNCHANGED cache
+            ELSE /\ cache' = [cache EXCEPT ![r][s] = NoEntry]
+                 /\ UNCHANGED <<holders, lease>>
+       ELSE /\ lease' = [lease EXCEPT ![r][s] = [n |-> l.n + 1, rev |-> e.rev]]
+            /\ UNCHANGED <<holders, cache>>
+    /\ UNCHANGED <<rev, gen, claim, up, chan>>
+
+(* Unhold(r, s): r no longer holds s's claim; the last Unhold of a Closing *)
+(* claim deletes it.                                                       *)
+Unhold(r, s) ==
+    IF r \in holders[s] /\ claim[s].st = "Closing" /\ holders[s] = {r}
+    THEN /\ claim' = [claim EXCEPT ![s] = NoClaim]
+         /\ holders' = [holders EXCEPT ![s] = {}]
+         /\ Publish(s, claim[s].rev)
+    ELSE /\ holders' = [holders EXCEPT ![s] = @ \ {r}]
+         /\ UNCHANGED <<claim, chan>>
+
+(* Release(r, s): a request of s on r ends. The last local lease unholds  *)
+(* the claim (when the store is reachable; otherwise Reconnect does).     *)
+Release(r, s) ==
+    LET l == lease[r][s] IN
+    /\ l.n > 0
+    /\ lease' = [lease EXCEPT ![r][s] = IF l.n = 1 THEN NoLease ELSE [n |-> l.n - 1, rev |-> l.rev]]
+    /\ IF l.n = 1 /\ up[r]
+       THEN Unhold(r, s)
+       ELSE UNCHANGED <<claim, holders, chan>>
+    /\ UNCHANGED <<rev, gen, up, cache>>
+
+(* Ambiguous(r, s): a request of s on r learns an ambiguous outcome: it   *)
+(* quarantines the claim it was dispatched under (Quarantine, fenced by    *)
+(* that revision), a new revision of the same lineage that every replica   *)
+(* learns through the Delete of the old one. The request goes on (its     *)
+(* lease ends with Release).                                               *)
+Ambiguous(r, s) ==
+    LET l == lease[r][s]
+        c == claim[s] IN
+    /\ up[r] /\ l.n > 0 /\ l.rev # 0
+    /\ IF c.st = "Bound" /\ c.rev = l.rev
+       THEN /\ rev < MaxRev
+            /\ claim' = [claim EXCEPT ![s] = [c EXCEPT !.st = "Quarantined", !.rev = rev + 1, !.attempt = l.rev]]
+            /\ rev' = rev + 1
+            /\ cache' = [cache EXCEPT ![r][s] = [st |-> "Quarantined", rev |-> rev + 1, target |-> c.target, gen |-> c.gen]]
+            /\ Publish(s, c.rev)
+       ELSE UNCHANGED <<rev, claim, cache, chan>>
+    /\ UNCHANGED <<gen, holders, up, lease>>
+
+(* Resolve(s, a, o): a late result or an operator settles s's quarantine, *)
+(* fenced by the attempt a and the worker's generation: Accepted writes   *)
+(* the claim Bound again (a new revision), NotAccepted deletes it.         *)
+Resolve(s, a, o) ==
+    LET c == claim[s] IN
+    /\ c.st = "Quarantined"
+    /\ IF a = c.attempt /\ gen[c.target] = c.gen
+       THEN /\ IF o = "Accepted"
+               THEN /\ rev < MaxRev
+                    /\ claim' = [claim EXCEPT ![s] = [c EXCEPT !.st = "Bound", !.rev = rev + 1, !.attempt = 0]]
+                    /\ rev' = rev + 1
+                    /\ UNCHANGED holders
+               ELSE /\ claim' = [claim EXCEPT ![s] = NoClaim]
+                    /\ holders' = [holders EXCEPT ![s] = {}]
+                    /\ UNCHANGED rev
+            /\ Publish(s, c.rev)
+       ELSE UNCHANGED <<rev, claim, holders, chan>>
+    /\ UNCHANGED <<gen, up, cache, lease>>
+
+(* Close(r, s): the session's final request on r, its last local lease.  *)
+(* Close is fenced by the revision the lease is on: a stale close changes *)
+(* nothing but r's own hold. With no other holder the claim is deleted;   *)
+(* with others it becomes Closing (a new revision) and the last Unhold     *)
+(* deletes it.                                                             *)
+Close(r, s) ==
+    LET l == lease[r][s]
+        c == claim[s] IN
+    /\ up[r] /\ l.n = 1
+    /\ lease' = [lease EXCEPT ![r][s] = NoLease]
+    /\ cache' = [cache EXCEPT ![r][s] = NoEntry]
+    /\ IF c.st # "None" /\ c.rev = l.rev
+       THEN IF holders[s] \ {r} = {}
+            THEN /\ claim' = [claim EXCEPT ![s] = NoClaim]
+                 /\ holders' = [holders EXCEPT ![s] = {}]
+                 /\ UNCHANGED rev
+                 /\ Publish(s, c.rev)
+            ELSE /\ rev < MaxRev
+                 /\ claim' = [claim EXCEPT ![s] = [c EXCEPT !.st = "Closing", !.rev = rev + 1]]
+                 /\ holders' = [holders EXCEPT ![s] = @ \ {r}]
+                 /\ rev' = rev + 1
+                 /\ Publish(s, c.rev)
+       ELSE /\ Unhold(r, s)
+            /\ UNCHANGED rev
+    /\ UNCHANGED <<gen, up>>
+
+(* Reconcile(r, s): the store is back and r has processed its Reset: an   *)
+(* unclaimed session is proposed through CreateOrGet with its local       *)
+(* target. First writer wins: a claim another replica wrote meanwhile is  *)
+(* adopted (the session moves at its next turn).                           *)
+Reconcile(r, s) ==
+    LET e == cache[r][s]
+        c == claim[s] IN
+    /\ up[r] /\ e.st = "Unclaimed" /\ ~ResetPending(r)
+    /\ IF c.st = "None" \/ Stale(c)
+       THEN /\ rev < MaxRev
+            /\ claim' = [claim EXCEPT ![s] = NewClaim(e.target)]
+            /\ rev' = rev + 1
+            /\ holders' = [holders EXCEPT ![s] = IF lease[r][s].n > 0 THEN {r} ELSE {}]
+            /\ cache' = [cache EXCEPT ![r][s] = Entry(NewClaim(e.target))]
+            /\ lease' = [lease EXCEPT ![r][s] =
+                   IF lease[r][s].n > 0 THEN [n |-> lease[r][s].n, rev |-> rev + 1] ELSE NoLease]
+            /\ IF c.st = "None" THEN UNCHANGED chan ELSE Publish(s, c.rev)
+       ELSE /\ cache' = [cache EXCEPT ![r][s] = Entry(c)]
+            /\ UNCHANGED <<rev, claim, holders, lease, chan>>
+    /\ UNCHANGED <<gen, up>>
+
+(* Expire(s): an idle claim expires. Time is abstracted: every replica    *)
+(* holding the claim keeps it alive, so it may expire only with no holder.*)
+Expire(s) ==
+    /\ claim[s].st # "None" /\ holders[s] = {}
+    /\ claim' = [claim EXCEPT ![s] = NoClaim]
+    /\ Publish(s, claim[s].rev)
+    /\ UNCHANGED <<rev, gen, holders, up, cache, lease>>
+
+(* BumpGeneration(w): worker w restarted or left and came back: its       *)
+(* generation moves on, and claims made under the old one are stale.     *)
+BumpGeneration(w) ==
+    /\ gen[w] < MaxGen
+    /\ gen' = [gen EXCEPT ![w] = @ + 1]
+    /\ UNCHANGED <<rev, claim, holders, up, cache, lease, chan>>
+
+(* Receive(r): r processes the oldest event of its channel. A Delete       *)
+(* evicts the entry if it caches that revision; a Reset evicts every       *)
+(* cached claim (unclaimed placements stay, to be reconciled).            *)
+Receive(r) ==
+    /\ chan[r] # <<>>
+    /\ LET ev == Head(chan[r]) IN
+       cache' = [cache EXCEPT ![r] = [s \in Sessions |->
+           IF ev.kind = "Reset"
+           THEN IF cache[r][s].st = "Unclaimed" THEN cache[r][s] ELSE NoEntry
+           ELSE IF s = ev.s /\ cache[r][s].st \in ClaimStates /\ cache[r][s].rev = ev.rev
+                THEN NoEntry ELSE cache[r][s]]]
+    /\ chan' = [chan EXCEPT ![r] = Tail(@)]
+    /\ UNCHANGED <<rev, gen, claim, holders, up, lease>>
+
+(* Duplicate(r): the watch delivers r's oldest Delete twice.               *)
+Duplicate(r) ==
+    /\ chan[r] # <<>> /\ Len(chan[r]) < MaxChan /\ Head(chan[r]).kind = "Delete"
+    /\ chan' = [chan EXCEPT ![r] = <<Head(@)>> \o @]
+    /\ UNCHANGED <<rev, gen, claim, holders, up, cache, lease>>
+
+(* Drop(r): the watch loses r's oldest Delete; the store's promise is a   *)
+(* Reset after it.                                                         *)
+Drop(r) ==
+    /\ chan[r] # <<>> /\ Head(chan[r]).kind = "Delete"
+    /\ chan' = [chan EXCEPT ![r] = AddReset(Tail(@))]
+    /\ UNCHANGED <<rev, gen, claim, holders, up, cache, lease>>
+
+(* Disconnect(r): the store becomes unreachable from r.                    *)
+Disconnect(r) ==
+    /\ up[r]
+    /\ up' = [up EXCEPT ![r] = FALSE]
+    /\ UNCHANGED <<rev, gen, claim, holders, cache, lease, chan>>
+
+(* Reconnect(r): the store is reachable again. r's watch resumes with a   *)
+(* Reset (it missed events), and r holds exactly the claims it has local  *)
+(* leases on (the current lineage's; a hold of a lineage that ended is    *)
+(* not renewed).                                                           *)
+Reconnect(r) ==
+    /\ ~up[r]
+    /\ up' = [up EXCEPT ![r] = TRUE]
+    /\ chan' = [chan EXCEPT ![r] = AddReset(@)]
+    /\ holders' = [s \in Sessions |->
+           IF lease[r][s].n > 0 /\ claim[s].st # "None" /\ lease[r][s].rev >= claim[s].born
+           THEN holders[s] \cup {r} ELSE holders[s] \ {r}]
+    /\ UNCHANGED <<rev, gen, claim, cache, lease>>
+
+(* Crash(r): r crashes and restarts: it loses its cache and leases, its   *)
+(* holds vanish with its store session, and its new watch begins with a   *)
+(* Reset.                                                                  *)
+Crash(r) ==
+    /\ cache' = [cache EXCEPT ![r] = [s \in Sessions |-> NoEntry]]
+    /\ lease' = [lease EXCEPT ![r] = [s \in Sessions |-> NoLease]]
+    /\ holders' = [s \in Sessions |-> holders[s] \ {r}]
+    /\ chan' = [chan EXCEPT ![r] = <<ResetEv>>]
+    /\ up' = [up EXCEPT ![r] = TRUE]
+    /\ UNCHANGED <<rev, gen, claim>>
+
+(* Each disjunct takes one action and records its label in `step`. A     *)
+(* fault (a crash, a lost connection, a dropped or duplicated event, a    *)
+(* worker's restart) counts against the budget MaxFaults, here, outside   *)
+(* every action, so a broken variant cannot change the accounting.       *)
+FaultActions == {"BumpGeneration", "Duplicate", "Drop", "Disconnect", "Crash"}
+Did(act, r, s, w, a, o) ==
+    /\ step' = Label(act, r, s, w, a, o)
+    /\ IF act \in FaultActions
+       THEN faults < MaxFaults /\ faults' = faults + 1
+       ELSE UNCHANGED faults
+OnRS(act, r, s) == Did(act, r, s, NoWorker, 0, "None")
+OnR(act, r) == Did(act, r, NoSession, NoWorker, 0, "None")
+
+Next ==
+    \/ \E r \in Replicas, s \in Sessions, w \in Workers : Claim(r, s, w) /\ Did("Claim", r, s, w, 0, "None")
+    \/ \E r \in Replicas, s \in Sessions, w \in Workers : PlaceLocal(r, s, w) /\ Did("PlaceLocal", r, s, w, 0, "None")
+    \/ \E r \in Replicas, s \in Sessions : Route(r, s) /\ OnRS("Route", r, s)
+    \/ \E r \in Replicas, s \in Sessions : Release(r, s) /\ OnRS("Release", r, s)
+    \/ \E r \in Replicas, s \in Sessions : Ambiguous(r, s) /\ OnRS("Ambiguous", r, s)
+    \/ \E s \in Sessions, a \in 1..MaxRev, o \in Resolutions : Resolve(s, a, o) /\ Did("Resolve", NoReplica, s, NoWorker, a, o)
+    \/ \E r \in Replicas, s \in Sessions : Close(r, s) /\ OnRS("Close", r, s)
+    \/ \E r \in Replicas, s \in Sessions : Reconcile(r, s) /\ OnRS("Reconcile", r, s)
+    \/ \E s \in Sessions : Expire(s) /\ Did("Expire", NoReplica, s, NoWorker, 0, "None")
+    \/ \E w \in Workers : BumpGeneration(w) /\ Did("BumpGeneration", NoReplica, NoSession, w, 0, "None")
+    \/ \E r \in Replicas : Receive(r) /\ OnR("Receive", r)
+    \/ \E r \in Replicas : Duplicate(r) /\ OnR("Duplicate", r)
+    \/ \E r \in Replicas : Drop(r) /\ OnR("Drop", r)
+    \/ \E r \in Replicas : Disconnect(r) /\ OnR("Disconnect", r)
+    \/ \E r \in Replicas : Reconnect(r) /\ OnR("Reconnect", r)
+    \/ \E r \in Replicas : Crash(r) /\ OnR("Crash", r)
+
+(* ended: a claim revision that stops being current (deleted, or replaced *)
+(* by another revision) is recorded, with definitions of its own.         *)
+TrackEnded ==
+    ended' = [s \in Sessions |->
+                IF claim[s].st # "None" /\ (claim'[s].st = "None" \/ claim'[s].rev # claim[s].rev)
+                THEN ended[s] \cup {claim[s].rev} ELSE ended[s]]
+
+Spec == Init /\ [][Next /\ TrackEnded]_allvars
+
+-----------------------------------------------------------------------------
+(* What the guarantees promise is said with these definitions, the ghosts  *)
+(* and the step's label only, never with the actions or the definitions   *)
+(* actions use (Stale, Routable, NeedsClaim, ResetPending, ...).           *)
+
+(* Replica r may route s from its cache: a claim it read, bound, and its  *)
+(* worker still at the claim's generation.                                 *)
+RoutesFromCache(r, s) ==
+    cache[r][s].st = "Bound" /\ gen[cache[r][s].target] = cache[r][s].gen
+(* r has not yet processed the end of revision v of s: the Delete of v, or *)
+(* a Reset, still waits in its channel.                                    *)
+EndNotYetSeen(r, s, v) ==
+    \E i \in 1..Len(chan[r]) :
+        \/ chan[r][i].kind = "Reset"
+        \/ chan[r][i].kind = "Delete" /\ chan[r][i].s = s /\ chan[r][i].rev = v
+(* The claim's worker is at the claim's generation.                        *)
+ClaimCurrent(s) == claim[s].st # "None" /\ gen[claim[s].target] = claim[s].gen
+(* r has local leases on the lineage of s's current claim.                 *)
+LeasesOnLineage(r, s) ==
+    /\ lease[r][s].n > 0 /\ claim[s].st # "None"
+    /\ lease[r][s].rev >= claim[s].born
+
+-----------------------------------------------------------------------------
+(* Invariants.                                                             *)
+
+TypeOK ==
+    /\ faults \in 0..MaxFaults
+    /\ rev \in 0..MaxRev
+    /\ gen \in [Workers -> 1..MaxGen]
+    /\ \A s \in Sessions :
+         /\ claim[s].st \in {"None"} \cup ClaimStates
+         /\ claim[s].rev \in 0..rev
+         /\ holders[s] \subseteq Replicas
+         /\ ended[s] \subseteq 1..rev
+    /\ up \in [Replicas -> BOOLEAN]
+    /\ \A r \in Replicas :
+         /\ Len(chan[r]) <= MaxChan
+         /\ \A s \in Sessions :
+              /\ cache[r][s].st \in {"None", "Unclaimed"} \cup ClaimStates
+              /\ lease[r][s].n \in 0..MaxLeases
+
+(* 1. Routing window. A connected replica routes a session only to its    *)
+(* claim's target, except within a window after the revision it cached    *)
+(* ended, which lasts until it processes that revision's Delete or a      *)
+(* Reset. (Unclaimed placements are outside this until reconciled.)       *)
+RoutingWindow ==
+    \A r \in Replicas, s \in Sessions :
+        (up[r] /\ RoutesFromCache(r, s)
+         /\ ~(claim[s].st # "None" /\ claim[s].target = cache[r][s].target)) =>
+            /\ cache[r][s].rev \in ended[s]
+            /\ EndNotYetSeen(r, s, cache[r][s].rev)
+
+(* 2. Agreement. Views of one revision of a session's claim (replicas'    *)
+(* caches and the store) agree on its target and generation.              *)
+Agreement ==
+    \A s \in Sessions, r1, r2 \in Replicas :
+        /\ (/\ cache[r1][s].st \in ClaimStates /\ cache[r2][s].st \in ClaimStates
+            /\ cache[r1][s].rev = cache[r2][s].rev) =>
+              cache[r1][s].target = cache[r2][s].target /\ cache[r1][s].gen = cache[r2][s].gen
+        /\ (cache[r1][s].st \in ClaimStates /\ cache[r1][s].rev = claim[s].rev) =>
+              cache[r1][s].target = claim[s].target /\ cache[r1][s].gen = claim[s].gen
+
+(* 4. Quarantine everywhere. While a session's claim is quarantined (its  *)
+(* worker still at the quarantine's generation), no connected replica may *)
+(* dispatch a new attempt for it from its cache, except until it          *)
+(* processes the Delete of the revision it cached (or a Reset).           *)
+QuarantineEverywhere ==
+    \A r \in Replicas, s \in Sessions :
+        (up[r] /\ claim[s].st = "Quarantined" /\ ClaimCurrent(s) /\ RoutesFromCache(r, s)) =>
+            /\ cache[r][s].rev \in ended[s]
+            /\ EndNotYetSeen(r, s, cache[r][s].rev)
+
+(* The store knows who uses a claim: a connected replica with local       *)
+(* leases on a claim's lineage holds it.                                   *)
+HoldersCoverLeases ==
+    \A r \in Replicas, s \in Sessions : up[r] /\ LeasesOnLineage(r, s) => r \in holders[s]
+
+-----------------------------------------------------------------------------
+(* Action properties.                                                      *)
+
+(* 3. Fenced close. A close by a revision that is not current never        *)
+(* deletes or changes a Bound or Quarantined claim.                        *)
+FencedClose ==
+    [][(/\ step'.act = "Close"
+        /\ claim[step'.s].st \in {"Bound", "Quarantined"}
+        /\ lease[step'.r][step'.s].rev # claim[step'.s].rev) =>
+          claim'[step'.s] = claim[step'.s]]_allvars
+
+(* 5. No expiry in use. A claim that a connected replica holds local      *)
+(* leases on (on its lineage) does not expire.                            *)
+NoExpiryInUse ==
+    [][step'.act = "Expire" =>
+          \A r \in Replicas : ~(up[r] /\ LeasesOnLineage(r, step'.s))]_allvars
+
+(* 6. No close under another's leases. A claim ends by a close (Close, or *)
+(* the Release of the last holder of a Closing claim) only when no other  *)
+(* connected replica holds local leases on its lineage.                   *)
+NoCloseUnderOthersLeases ==
+    [][(step'.act \in {"Close", "Release"} /\ claim[step'.s].st # "None" /\ claim'[step'.s].st = "None") =>
+          \A r \in Replicas \ {step'.r} : ~(up[r] /\ LeasesOnLineage(r, step'.s))]_allvars
+
+(* First writer wins. A current claim keeps its target and generation for *)
+(* as long as it exists: only a claim that is absent or stale is replaced  *)
+(* by another placement (CreateOrGet, and the store-down reconcile).       *)
+FirstWriterWins ==
+    [][\A s \in Sessions :
+          (ClaimCurrent(s) /\ claim'[s].st # "None") =>
+              claim'[s].target = claim[s].target /\ claim'[s].gen = claim[s].gen]_allvars
+
+=============================================================================
