@@ -1,0 +1,55 @@
+// Package replica is the replicated coordinator: one router replica's
+// placement, a local core (impl/placement) in front of a claims.Store that
+// every replica shares (docs/claims.md; the protocol is
+// spec/tla/Claims.tla).
+//
+// A request's life is Start → (send to Turn.Target) → Turn.Complete →
+// Turn.Done:
+//
+//   - The hot path is local. A later turn of a session this replica holds
+//     (its local binding, whose claim the replica has not seen end) is a
+//     cached hit: no store round trip.
+//   - A first turn resolves the session's claim before its first dispatch
+//     through Store.CreateOrGet (first writer wins: a claim another
+//     replica wrote is adopted, and the proposal is not even asked for).
+//     Concurrent first turns of one session on one replica make one round
+//     trip (the core makes the others wait for the first; the store call
+//     itself is shared through singleflight).
+//   - Accepted binds the session locally and the replica Holds the claim
+//     in the store; DefinitelyNotAccepted closes the refused claim (fenced
+//     by its revision) and retries on a target not tried (ErrRetry);
+//     Ambiguous quarantines the claim in the store, so every replica
+//     refuses the session (*QuarantinedError) until Coordinator.Resolve
+//     settles it or the worker's generation moves on.
+//   - The store's Delete events evict the cached revision they end, and a
+//     Reset evicts every cached claim (requests in flight finish; the next
+//     turn reads the claim again).
+//   - A session's final request (Done(true)) closes its claim when this
+//     replica's last local lease on it ends, fenced by the revision the
+//     replica holds: a stale revision deletes nothing, and with another
+//     replica holding the claim it only becomes Closing (the last Unhold
+//     deletes it).
+//   - Generations come from the store's registrations (Members): a worker
+//     whose registration revision moves is fenced in the local core, and
+//     its cached claims are evicted. Attempt ids start at
+//     claims.FirstAttempt(ReplicaID), unique across replicas.
+//   - While the store is unreachable a replica keeps serving its cached
+//     sessions, places new sessions locally (unclaimed, counted), and when
+//     the store is back reconciles each of them through CreateOrGet
+//     proposing its local target: first writer wins, and a session whose
+//     claim another replica wrote meanwhile follows that claim at its next
+//     turn (Stats.ReconcilesLost).
+//   - A keepalive goroutine touches every claim held with local leases at
+//     least every TouchInterval (IdleTTL/3 by default), and each claim used
+//     since its last pass once more, so a claim expires only IdleTTL after
+//     its last use on any replica; it also gives up the holds of entries
+//     that ended locally and retries the writes that found the store down.
+//
+// Stats reports what a replica did (cached turns, store round trips,
+// claims created and adopted, evictions, unclaimed placements, reconciles
+// won and lost, closes by result, quarantines written and seen).
+//
+// Broken variants for the bug zoo are compiled in with -tags
+// placement_mutants (see mutant_off.go); the TestContract_* tests catch
+// each of them.
+package replica

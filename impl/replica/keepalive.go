@@ -1,0 +1,286 @@
+package replica
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/placementlab/placement/impl/claims"
+	"github.com/placementlab/placement/impl/placement"
+)
+
+// keepalive runs the keepalive pass every TouchInterval/2 (with the
+// runtime clock), when poked (a Reset, an eviction), StoreRetry after a
+// pass that left work for the store, and touches the claims a hit found
+// due.
+func (c *Coordinator) keepalive() {
+	defer c.wg.Done()
+	var tick <-chan time.Time
+	// retry runs a pass StoreRetry after one that left work for a
+	// reachable store (unclaimed sessions, queued writes).
+	retry := time.NewTimer(time.Hour)
+	retry.Stop()
+	defer retry.Stop()
+	if c.cfg.Clock == nil {
+		t := time.NewTicker(max(c.cfg.TouchInterval/2, time.Millisecond))
+		defer t.Stop()
+		tick = t.C
+	}
+	armed := false
+	for {
+		ran := false
+		select {
+		case <-c.ctx.Done():
+			return
+		case <-tick:
+			c.pass(c.ctx)
+			ran = true
+		case <-c.pokeCh:
+			c.pass(c.ctx)
+			ran = true
+		case <-retry.C:
+			armed = false
+			c.pass(c.ctx)
+			ran = true
+		case rec := <-c.kickCh:
+			c.touchOne(c.ctx, rec)
+		}
+		if ran && !armed && c.cfg.Clock == nil && c.owesStore() {
+			retry.Reset(c.cfg.StoreRetry)
+			armed = true
+		}
+	}
+}
+
+// owesStore reports whether a pass left work for the store: sessions
+// placed unclaimed to reconcile, or writes to retry.
+func (c *Coordinator) owesStore() bool {
+	if c.reconcile.Load() {
+		return true
+	}
+	c.retryMu.Lock()
+	defer c.retryMu.Unlock()
+	return len(c.retries) > 0
+}
+
+// Tick runs one keepalive pass now: it retries the store writes that
+// found the store unreachable, reconciles the unclaimed sessions after a
+// Reset, touches every claim this replica holds leases on (and every one
+// used since the last pass), gives up the holds of entries that expired
+// locally or were evicted, and retries failed holds. With the runtime
+// clock a pass runs every TouchInterval/2 by itself; with a manual Clock
+// nothing runs it periodically: a simulation host calls Tick after
+// advancing the clock.
+func (c *Coordinator) Tick(ctx context.Context) {
+	c.pass(ctx)
+}
+
+// pass is one keepalive pass (see Tick).
+func (c *Coordinator) pass(ctx context.Context) {
+	c.passMu.Lock()
+	defer c.passMu.Unlock()
+	if c.isDown() {
+		// Found unreachable a moment ago: the retries and the reconcile
+		// wait (the keepalive tries again after StoreRetry).
+	} else {
+		c.runRetries(ctx)
+		if c.reconcile.Swap(false) {
+			c.reconcileAll(ctx)
+		}
+	}
+	now := int64(c.core.Now())
+	half := int64(c.cfg.TouchInterval / 2)
+	type job struct {
+		s      *slot
+		rec    *record
+		rev    int64
+		touch  bool
+		hold   bool
+		unhold *record
+	}
+	var jobs []job
+	c.slots.Range(func(k, v any) bool {
+		s := v.(*slot)
+		j := job{s: s}
+		s.mu.Lock()
+		rec := s.cur.Load()
+		switch {
+		case rec != nil && rec.state == recBound && !rec.unclaimed && !rec.evicted.Load():
+			leased := rec.leases.Load() > 0
+			dirty := rec.used.Load()
+			if leased && mutant("ExpiresInUse") {
+				leased, dirty = false, false
+			}
+			// Passes run every TouchInterval/2 and touch what was last
+			// touched TouchInterval/2 ago or more: a claim in use is
+			// touched at least every TouchInterval, and one used since
+			// its last touch once more after its last use.
+			if (dirty || leased) && now-rec.lastTouch.Load() >= half {
+				rec.used.Store(false)
+				j.touch, j.rec, j.rev = true, rec, rec.rev
+			}
+			if rec.needHold.Load() {
+				j.hold, j.rec = true, rec
+			}
+			if !leased && !dirty && rec.leases.Load() == 0 && !c.coreHolds(s.key, rec) {
+				c.evictLocked(s, rec) // expired locally: give the claim up
+			}
+		case rec != nil && rec.state == recBound && rec.unclaimed && rec.leases.Load() == 0 && !c.coreHolds(s.key, rec):
+			c.evictLocked(s, rec)
+		case rec != nil && rec.state == recQuarantined && rec.own && !rec.written:
+			if info, err := c.core.Query(s.key); err == nil && (info.State != placement.StateQuarantined || info.Attempt != rec.attempt) {
+				rec.evicted.Store(true) // the core's quarantine ended (QuarantineTTL, a bump)
+				s.cur.Store(nil)
+			}
+		}
+		if h := s.holder; h != nil && h != s.cur.Load() && h.leases.Load() == 0 {
+			j.unhold = h
+		}
+		if s.cur.Load() == nil && s.holder == nil && s.users == 0 && s.writing == 0 {
+			s.dead = true
+			c.slots.CompareAndDelete(k, s)
+		}
+		s.mu.Unlock()
+		if j.touch || j.hold || j.unhold != nil {
+			jobs = append(jobs, j)
+		}
+		return true
+	})
+	for _, j := range jobs {
+		if ctx.Err() != nil {
+			return
+		}
+		if j.unhold != nil {
+			c.unhold(j.s, j.unhold)
+		}
+		if j.hold {
+			c.hold(j.s, j.rec)
+		}
+		if j.touch {
+			c.touch(ctx, j.rec, j.rev)
+		}
+	}
+}
+
+// coreHolds reports whether the core still binds key to rec's version.
+func (c *Coordinator) coreHolds(key string, rec *record) bool {
+	info, err := c.core.Query(key)
+	return err == nil && info.State == placement.StateBound && info.Attempt == rec.version.Load()
+}
+
+// touchOne touches rec's claim if it is still current (a hit found it
+// due).
+func (c *Coordinator) touchOne(ctx context.Context, rec *record) {
+	if c.isDown() {
+		return
+	}
+	s := rec.s
+	s.mu.Lock()
+	ok := s.cur.Load() == rec && rec.state == recBound && !rec.unclaimed && !rec.evicted.Load()
+	rev := rec.rev
+	s.mu.Unlock()
+	if !ok || mutant("ExpiresInUse") && rec.leases.Load() > 0 {
+		return
+	}
+	c.touch(ctx, rec, rev)
+}
+
+// touch restarts the idle expiry of rec's claim at rev.
+func (c *Coordinator) touch(parent context.Context, rec *record, rev int64) {
+	s := rec.s
+	now := int64(c.core.Now())
+	ctx, cancel := c.opCtx(parent)
+	err := c.store.Touch(ctx, s.key, rev)
+	cancel()
+	c.note(err)
+	switch {
+	case err == nil:
+		c.st.touches.Add(1)
+		rec.lastTouch.Store(now)
+	case errors.Is(err, claims.ErrClaimMoved):
+		s.mu.Lock()
+		if s.cur.Load() == rec && rec.rev == rev {
+			c.evictLocked(s, rec)
+			c.st.movedEvictions.Add(1)
+		}
+		s.mu.Unlock()
+	default:
+		rec.used.Store(true) // touch it at the next pass
+	}
+}
+
+// reconcileAll reconciles every session placed unclaimed: CreateOrGet
+// proposing its local target. First writer wins: a claim written to its
+// target makes it claimed; another replica's claim elsewhere (or a
+// quarantined or closing one) evicts it, so its next turn follows that
+// claim (a reconcile conflict).
+func (c *Coordinator) reconcileAll(ctx context.Context) {
+	var recs []*record
+	c.slots.Range(func(_, v any) bool {
+		s := v.(*slot)
+		s.mu.Lock()
+		if rec := s.cur.Load(); rec != nil && rec.unclaimed && rec.state == recBound && !rec.evicted.Load() {
+			recs = append(recs, rec)
+		}
+		s.mu.Unlock()
+		return true
+	})
+	for _, rec := range recs {
+		if ctx.Err() != nil {
+			return
+		}
+		if err := c.reconcileOne(ctx, rec); errors.Is(err, claims.ErrUnavailable) {
+			c.reconcile.Store(true) // the next pass tries again
+			return
+		}
+	}
+}
+
+func (c *Coordinator) reconcileOne(ctx context.Context, rec *record) error {
+	s := rec.s
+	s.mu.Lock()
+	target := rec.target
+	s.writing++
+	epoch := c.epoch.Load()
+	s.mu.Unlock()
+	cl, created, err := c.createOrGet(ctx, s.key, func() (claims.Target, error) { return target, nil })
+	now := int64(c.core.Now())
+	s.mu.Lock()
+	s.writing--
+	var hold bool
+	switch {
+	case err != nil && !errors.Is(err, claims.ErrUnknownWorker):
+	case s.cur.Load() != rec || rec.evicted.Load() || !rec.unclaimed:
+		// ended or settled meanwhile
+	case err != nil:
+		c.st.reconciles.Add(1)
+		c.evictLocked(s, rec) // its worker left
+	case c.epoch.Load() != epoch:
+		c.reconcile.Store(true) // read across a Reset: again at the next pass
+	default:
+		c.st.reconciles.Add(1)
+		if cl.State == claims.Bound && cl.Target == rec.target && cl.Gen == rec.gen && s.maxDeleted < cl.Rev {
+			rec.rev, rec.unclaimed = cl.Rev, false
+			c.st.reconcilesWon.Add(1)
+			if created {
+				rec.lastTouch.Store(now)
+			} else {
+				rec.used.Store(true) // another's claim: touch it at the next pass
+			}
+			hold = true
+			break
+		}
+		if cl.Target != rec.target || cl.State != claims.Bound {
+			c.st.reconcileConflicts.Add(1)
+		}
+		c.evictLocked(s, rec)
+	}
+	s.mu.Unlock()
+	if hold {
+		c.hold(s, rec)
+	}
+	if err != nil && !errors.Is(err, claims.ErrUnknownWorker) {
+		return err
+	}
+	return nil
+}

@@ -1,0 +1,156 @@
+package replica
+
+import "sync/atomic"
+
+// counter is an atomic counter on its own cache line (the hot path's
+// counters are bumped by every turn).
+type counter struct {
+	atomic.Uint64
+	_ [56]byte
+}
+
+// counters are the coordinator's cumulative counts.
+type counters struct {
+	cachedHits, firstTurns, storeCalls, storeErrors, shared counter
+
+	claimsCreated, claimsAdopted counter
+
+	deleteEvictions, resetEvictions, memberEvictions, movedEvictions counter
+	resets, bumps                                                    counter
+
+	unclaimed, reconciles, reconcilesWon, reconcileConflicts counter
+
+	closesDeleted, closesDeferred, closesStale counter
+
+	quarantinesWritten, quarantinesSeen, quarantineRefusals, resolves counter
+
+	refusals, holds, unholds, touches counter
+}
+
+// Stats is a snapshot of a Coordinator's counters (cumulative: they never
+// go down) and gauges. Read it with Coordinator.Stats.
+type Stats struct {
+	// CachedTurns counts the turns served from the local table (a hit on
+	// a binding whose claim the replica has not seen end): no store round
+	// trip.
+	CachedTurns uint64
+	// FirstTurns counts the placing turns: the session was not bound
+	// locally, so its claim was read (or written) before the dispatch.
+	FirstTurns uint64
+	// StoreCalls counts this replica's store round trips (every Store
+	// method call, the event stream's subscriptions included).
+	StoreCalls uint64
+	// StoreErrors counts the store calls that failed other than with an
+	// answer (unreachable, timed out, an unexpected error); fenced writes
+	// (ErrClaimMoved, ErrFenced) are answers, not errors.
+	StoreErrors uint64
+	// SharedClaimReads counts the placing turns that joined another
+	// turn's CreateOrGet of the same session on this replica instead of
+	// making their own (singleflight).
+	SharedClaimReads uint64
+	// ClaimsCreated counts the claims this replica wrote through
+	// CreateOrGet (a first turn's proposal, or a reconcile's local
+	// target); ClaimsAdopted the first turns that found a claim another
+	// replica (or an earlier turn here) had written.
+	ClaimsCreated, ClaimsAdopted uint64
+	// DeleteEvictions counts the cached claims evicted by a Delete event
+	// (their revision ended); ResetEvictions those evicted by a Reset;
+	// MemberEvictions those evicted because their worker's generation
+	// moved or the worker left; MovedEvictions those evicted because a
+	// Hold or Touch found their revision no longer current.
+	DeleteEvictions, ResetEvictions, MemberEvictions, MovedEvictions uint64
+	// Resets counts the Reset events processed (the event stream may have
+	// lost events: every cached claim was dropped).
+	Resets uint64
+	// GenerationBumps counts the workers whose registration moved (a
+	// restart) or ended, as the replica saw them: their bindings were
+	// fenced in the local core.
+	GenerationBumps uint64
+	// UnclaimedPlacements counts the sessions bound while the store was
+	// unreachable: placed on this replica alone, marked unclaimed.
+	UnclaimedPlacements uint64
+	// Reconciles counts the unclaimed sessions reconciled through
+	// CreateOrGet once the store was back; ReconcilesWon those whose local
+	// placement became (or already was) the claim; ReconcilesLost those
+	// another replica's claim (or a quarantined or closing one) won: the
+	// session follows that claim at its next turn (a reconcile conflict).
+	Reconciles, ReconcilesWon, ReconcilesLost uint64
+	// ClosesDeleted, ClosesDeferred and ClosesStale count this replica's
+	// terminal closes by result: the claim deleted; marked Closing
+	// because another replica holds it; fenced off because the revision
+	// held was no longer current (nothing changed).
+	ClosesDeleted, ClosesDeferred, ClosesStale uint64
+	// QuarantinesWritten counts the ambiguous dispatches of this replica
+	// recorded in the store; QuarantinesShared the quarantines of other
+	// replicas' attempts this replica found in the store (and refused the
+	// session for); QuarantineRefusals the turns refused because the
+	// session was quarantined; Resolves the quarantines settled through
+	// Resolve on this replica.
+	QuarantinesWritten, QuarantinesShared, QuarantineRefusals, Resolves uint64
+	// Refusals counts placing dispatches a target refused
+	// (DefinitelyNotAccepted: their claim was closed, fenced).
+	Refusals uint64
+	// Holds, Unholds and Touches count the successful store writes of the
+	// keepalive protocol: this replica said it holds a claim, gave a hold
+	// up, and restarted a claim's idle expiry.
+	Holds, Unholds, Touches uint64
+	// Cached is a gauge: the sessions with a current record in the local
+	// table (bound, placing, or a quarantined or closing claim cached);
+	// Unclaimed the bound ones not reconciled yet.
+	Cached, Unclaimed int
+	// PendingWrites is a gauge: store writes that found the store
+	// unreachable and wait to be retried (closes, quarantines).
+	PendingWrites int
+}
+
+// Stats returns the coordinator's counters and gauges. It walks the local
+// table: call it from a scrape or a test, not per request.
+func (c *Coordinator) Stats() Stats {
+	s := &c.st
+	out := Stats{
+		CachedTurns:         s.cachedHits.Load(),
+		FirstTurns:          s.firstTurns.Load(),
+		StoreCalls:          s.storeCalls.Load(),
+		StoreErrors:         s.storeErrors.Load(),
+		SharedClaimReads:    s.shared.Load(),
+		ClaimsCreated:       s.claimsCreated.Load(),
+		ClaimsAdopted:       s.claimsAdopted.Load(),
+		DeleteEvictions:     s.deleteEvictions.Load(),
+		ResetEvictions:      s.resetEvictions.Load(),
+		MemberEvictions:     s.memberEvictions.Load(),
+		MovedEvictions:      s.movedEvictions.Load(),
+		Resets:              s.resets.Load(),
+		GenerationBumps:     s.bumps.Load(),
+		UnclaimedPlacements: s.unclaimed.Load(),
+		Reconciles:          s.reconciles.Load(),
+		ReconcilesWon:       s.reconcilesWon.Load(),
+		ReconcilesLost:      s.reconcileConflicts.Load(),
+		ClosesDeleted:       s.closesDeleted.Load(),
+		ClosesDeferred:      s.closesDeferred.Load(),
+		ClosesStale:         s.closesStale.Load(),
+		QuarantinesWritten:  s.quarantinesWritten.Load(),
+		QuarantinesShared:   s.quarantinesSeen.Load(),
+		QuarantineRefusals:  s.quarantineRefusals.Load(),
+		Resolves:            s.resolves.Load(),
+		Refusals:            s.refusals.Load(),
+		Holds:               s.holds.Load(),
+		Unholds:             s.unholds.Load(),
+		Touches:             s.touches.Load(),
+	}
+	c.slots.Range(func(_, v any) bool {
+		sl := v.(*slot)
+		if rec := sl.cur.Load(); rec != nil && !rec.evicted.Load() {
+			out.Cached++
+			sl.mu.Lock()
+			if rec.unclaimed && rec.state == recBound {
+				out.Unclaimed++
+			}
+			sl.mu.Unlock()
+		}
+		return true
+	})
+	c.retryMu.Lock()
+	out.PendingWrites = len(c.retries)
+	c.retryMu.Unlock()
+	return out
+}

@@ -1,0 +1,101 @@
+package replica
+
+import (
+	"sync"
+	"sync/atomic"
+
+	"github.com/placementlab/placement/impl/claims"
+)
+
+// recState is what a record caches of its session.
+type recState uint8
+
+const (
+	// recPending: a placing turn read the claim (or placed the session
+	// unclaimed) and dispatches under it.
+	recPending recState = iota + 1
+	// recBound: the local core holds a binding for the claim.
+	recBound
+	// recQuarantined: the claim is quarantined: this replica's own
+	// attempt (own: the core holds the quarantine too) or another's, seen.
+	recQuarantined
+	// recClosing: the claim is Closing (a cache of what the store said).
+	recClosing
+)
+
+// slot is one session key's place in the replica's table: its current
+// record, and what this replica told the store about the key.
+type slot struct {
+	key string
+	// cur is the key's current record (nil: none); written under mu,
+	// read without a lock on the hot path.
+	cur atomic.Pointer[record]
+	// op serializes this replica's Hold, Unhold and Close of the key, so
+	// that an Unhold of an old record never lands after a Hold of a new
+	// one.
+	op sync.Mutex
+
+	mu sync.Mutex
+	// maxDeleted is the highest revision of the key the event stream said
+	// ended.
+	maxDeleted int64
+	// writing counts this replica's writes in flight that change the
+	// key's revision (Quarantine, reconcile): events of the revision they
+	// replace wait for them.
+	writing int
+	// holder is the record whose Hold is this replica's hold on the key in
+	// the store (nil: none).
+	holder *record
+	// users counts placing turns and other cold paths using the slot; the
+	// keepalive pass deletes a slot only when it is unused and empty.
+	users int
+	// dead: the slot was deleted from the table; get a new one.
+	dead bool
+}
+
+// record is what the replica caches of one revision of a session's claim
+// (or of a session placed unclaimed), with its local leases.
+type record struct {
+	s *slot
+	// version is the core binding's version (the accepted attempt id): a
+	// hit's lease matches it. 0 until the record's dispatch began.
+	version atomic.Uint64
+	// leases counts the turns holding a lease on the record.
+	leases atomic.Int64
+	// used: a turn ended since the keepalive last touched the claim.
+	used atomic.Bool
+	// lastTouch is when the claim was last written or touched, on the
+	// core's clock (nanoseconds).
+	lastTouch atomic.Int64
+	// evicted: the record is no longer its key's current one (the claim
+	// ended, a Reset, a membership change, a newer record).
+	evicted atomic.Bool
+	// closing: the session's final request arrived.
+	closing atomic.Bool
+	// ended: the record's last lease ended and its close or unhold ran.
+	ended atomic.Bool
+	// needHold: a Hold failed and the keepalive pass retries it.
+	needHold atomic.Bool
+
+	// Guarded by s.mu.
+	state     recState
+	rev       int64 // the claim's revision; 0 while unclaimed
+	gen       int64 // the target's store generation
+	target    claims.Target
+	unclaimed bool   // placed while the store was unreachable
+	attempt   uint64 // the quarantined attempt
+	coreGen   uint64 // the core generation the record's attempt was dispatched at
+	own       bool   // quarantined: the local core holds the quarantine
+	written   bool   // quarantined: the store recorded it
+	adopted   bool   // the claim was another's (its idle deadline is unknown)
+}
+
+// quarantinedErrLocked describes a quarantined record as an error. The
+// caller holds r.s.mu.
+func (r *record) quarantinedErrLocked() *QuarantinedError {
+	qe := &QuarantinedError{Key: r.s.key, Attempt: r.attempt, Gen: r.gen, Target: r.target, Local: r.own}
+	if r.written {
+		qe.Rev = r.rev
+	}
+	return qe
+}

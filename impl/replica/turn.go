@@ -1,0 +1,799 @@
+package replica
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/placementlab/placement/impl/claims"
+	"github.com/placementlab/placement/impl/placement"
+)
+
+// turnState is where a Turn is.
+type turnState uint8
+
+const (
+	// turnHit: a cached hit, its lease held.
+	turnHit turnState = iota + 1
+	// turnHitCompleted: a cached hit whose outcome was reported.
+	turnHitCompleted
+	// turnDispatching: a placing turn with a dispatch begun.
+	turnDispatching
+	// turnBound: a placing turn accepted: its lease held.
+	turnBound
+	// turnOver: the turn holds nothing but what Done cleans up.
+	turnOver
+)
+
+// Turn is one request's hold on its session, from Start to Done: a cached
+// hit (a lease on the local binding, no store round trip) or a placing
+// turn (the claim read or written before its first dispatch). A Turn is
+// used by one goroutine, the request's.
+type Turn struct {
+	c       *Coordinator
+	key     string
+	ctx     context.Context
+	propose Propose
+	state   turnState
+	done    bool
+
+	lease placement.Lease[claims.Target]
+	acq   placement.Acquisition[claims.Target]
+	d     *placement.Dispatch[claims.Target]
+	rec   *record
+	s     *slot // a placing turn's slot (counted as used until Done)
+
+	target     claims.Target
+	tried      []claims.Target
+	dispatches int
+}
+
+// maxHitRaces bounds how often Start retries a hit whose binding lost its
+// record while the hit took it (an eviction racing the hit).
+const maxHitRaces = 8
+
+// Start begins a request of session key: a cached hit when the local
+// table binds the session to a claim the replica has not seen end (no
+// store call), or a placing turn: the session's claim is read, or written
+// to the target propose chooses (nil: Config.Propose) when it has none, a
+// stale one, before the first dispatch. While another request of the
+// session places it on this replica, Start waits (until ctx ends) and
+// then hits its binding. When the store is unreachable the session is
+// placed on this replica alone (unclaimed) and reconciled when the store
+// is back.
+//
+// Errors: a *QuarantinedError (ErrQuarantined) while the session's claim
+// is quarantined on any replica; a *ClosingError (ErrClosing) while it is
+// closing; the core's (*placement.CapacityError, placement.ErrCancelled,
+// placement.ErrKeyEmpty, placement.ErrClosed, ...) and propose's as they
+// are. ctx also bounds the turn's store calls.
+func (c *Coordinator) Start(ctx context.Context, key string, propose Propose) (*Turn, error) {
+	for range maxHitRaces {
+		a, err := c.core.Acquire(ctx, key)
+		if err != nil {
+			return nil, c.coreErr(key, err)
+		}
+		if !a.Hit() {
+			return c.firstTurn(ctx, key, a, propose)
+		}
+		if rec := c.cached(key, a.Lease.Version()); rec != nil {
+			rec.leases.Add(1)
+			c.st.cachedHits.Add(1)
+			if int64(c.core.Now())-rec.lastTouch.Load() >= int64(c.cfg.TouchInterval) {
+				c.kickTouch(rec)
+			}
+			return &Turn{c: c, key: key, ctx: ctx, state: turnHit, lease: a.Lease, rec: rec, target: a.Lease.Target()}, nil
+		}
+		// The binding's record was evicted as the hit took it: end the
+		// binding (a no-op if the eviction did) and place the session.
+		_ = a.Lease.Invalidate()
+	}
+	return nil, fmt.Errorf("replica: session %q: %w", key, ErrStoreMoved)
+}
+
+// Hit reports whether the turn is a cached hit: a later turn on a
+// session this replica holds, sent with no attempt id.
+func (t *Turn) Hit() bool { return t.state == turnHit || t.state == turnHitCompleted }
+
+// Target returns where to send the request: the claim's target.
+func (t *Turn) Target() claims.Target { return t.target }
+
+// Attempt returns the placing dispatch's attempt id (0 on a hit): send it
+// to the worker so that a resolver can ask about it.
+func (t *Turn) Attempt() uint64 {
+	if t.d == nil {
+		return 0
+	}
+	return t.d.Attempt()
+}
+
+// Rev returns the revision of the session's claim the turn acts under (0
+// for a session placed unclaimed).
+func (t *Turn) Rev() int64 {
+	if t.rec == nil {
+		return 0
+	}
+	t.rec.s.mu.Lock()
+	defer t.rec.s.mu.Unlock()
+	return t.rec.rev
+}
+
+// Gen returns the store generation of the target's worker the turn's
+// claim was made under (for a session placed unclaimed, the generation
+// the replica saw when it placed it). Replicas that hold the same claim
+// revision hold the same target and generation.
+func (t *Turn) Gen() int64 {
+	if t.rec == nil {
+		return 0
+	}
+	t.rec.s.mu.Lock()
+	defer t.rec.s.mu.Unlock()
+	return t.rec.gen
+}
+
+// Unclaimed reports whether the session was placed while the store was
+// unreachable and is not reconciled yet.
+func (t *Turn) Unclaimed() bool {
+	if t.rec == nil {
+		return false
+	}
+	t.rec.s.mu.Lock()
+	defer t.rec.s.mu.Unlock()
+	return t.rec.unclaimed
+}
+
+// Context returns the context for the upstream call: for a placing
+// dispatch it ends at the dispatch's deadline unless an outcome came
+// first (placement.Dispatch.Context); on a hit it is parent's. Call cancel
+// when the call (and its body) ends.
+func (t *Turn) Context(parent context.Context) (context.Context, context.CancelFunc) {
+	if t.d != nil && t.state == turnDispatching {
+		return t.d.Context(parent)
+	}
+	return context.WithCancel(parent)
+}
+
+// Complete reports the outcome of the request's send to Target.
+//
+// On a placing turn: Accepted binds the session (nil; the store learns
+// that this replica holds it). DefinitelyNotAccepted closes the refusing
+// target's claim (fenced by its revision) and reads or writes the next
+// one, proposing a target not tried: ErrRetry says to send again to
+// Target; after MaxAttempts dispatches a *RefusedError. Ambiguous (or
+// any other outcome) quarantines the claim in the store, seen by every
+// replica: a *QuarantinedError, until Resolve.
+//
+// On a hit: Accepted is nil; DefinitelyNotAccepted a *RefusedError (Hit;
+// the binding is kept: the router may serve the request elsewhere,
+// unpinned); Ambiguous ErrOutcomeUnknown (not replayed; the binding is
+// kept). Complete of a hit is optional.
+func (t *Turn) Complete(out placement.Outcome) error {
+	switch t.state {
+	case turnHit:
+		t.state = turnHitCompleted
+		switch out {
+		case placement.Accepted:
+			return nil
+		case placement.DefinitelyNotAccepted:
+			return &RefusedError{Key: t.key, Tried: []claims.Target{t.target}, Hit: true}
+		}
+		return fmt.Errorf("replica: session %q on %s: %w", t.key, t.target, ErrOutcomeUnknown)
+	case turnDispatching:
+	default:
+		return ErrTurnState
+	}
+	c := t.c
+	d := t.d
+	switch out {
+	case placement.Accepted:
+		lease, err := d.Complete(placement.Accepted)
+		if err != nil {
+			t.state = turnOver
+			t.dropPending()
+			return err
+		}
+		t.lease, t.state = lease, turnBound
+		c.bound(t)
+		return nil
+	case placement.DefinitelyNotAccepted:
+		_, err := d.Complete(placement.DefinitelyNotAccepted)
+		if !errors.Is(err, placement.ErrNotAccepted) {
+			t.state = turnOver
+			t.dropPending()
+			return err
+		}
+		c.st.refusals.Add(1)
+		t.tried = append(t.tried, t.target)
+		c.closeRefused(t.rec)
+		t.rec = nil
+		if t.dispatches >= c.cfg.MaxAttempts {
+			t.state = turnOver
+			return &RefusedError{Key: t.key, Tried: append([]claims.Target(nil), t.tried...)}
+		}
+		if err := t.place(); err != nil {
+			t.state = turnOver
+			return err
+		}
+		return ErrRetry
+	default:
+		_, err := d.Complete(placement.Ambiguous)
+		t.state = turnOver
+		return c.quarantine(t, err)
+	}
+}
+
+// Done ends the turn: a lease is released, or closed when final (the
+// session's final request: when this replica's last lease on the session
+// ends, its claim is closed in the store, fenced by the revision held);
+// a dispatch still in flight is quarantined as Ambiguous; a reservation
+// is given up. Done is idempotent; defer it right after Start.
+func (t *Turn) Done(final bool) {
+	if t.done {
+		return
+	}
+	t.done = true
+	c := t.c
+	switch t.state {
+	case turnDispatching:
+		_ = t.Complete(placement.Ambiguous)
+	case turnHit, turnHitCompleted, turnBound:
+		c.endLease(t.rec, t.lease, final)
+	}
+	if t.acq.Reservation != nil {
+		t.acq.Done()
+	}
+	if t.s != nil {
+		t.dropPending()
+		releaseSlot(t.s)
+	}
+}
+
+// dropPending removes the turn's record if it never bound.
+func (t *Turn) dropPending() {
+	rec := t.rec
+	if rec == nil {
+		return
+	}
+	s := rec.s
+	s.mu.Lock()
+	if rec.state == recPending {
+		rec.evicted.Store(true)
+		if s.cur.Load() == rec {
+			s.cur.Store(nil)
+		}
+	}
+	s.mu.Unlock()
+}
+
+// firstTurn places key: the turn holds the core's reservation.
+func (c *Coordinator) firstTurn(ctx context.Context, key string, a placement.Acquisition[claims.Target], propose Propose) (*Turn, error) {
+	c.st.firstTurns.Add(1)
+	if propose == nil {
+		propose = c.propose
+	}
+	t := &Turn{c: c, key: key, ctx: ctx, propose: propose, acq: a, s: c.useSlot(key)}
+	if err := t.place(); err != nil {
+		a.Done()
+		releaseSlot(t.s)
+		return nil, err
+	}
+	return t, nil
+}
+
+// maxReads bounds how often a placing turn reads the claim again (a
+// claim that ended as it was read, a Reset, a generation that moved).
+const maxReads = 4
+
+// place reads the session's claim (or places it unclaimed) and begins
+// the dispatch to its target.
+func (t *Turn) place() error {
+	c := t.c
+	for range maxReads {
+		rec, err := c.readClaim(t)
+		if err != nil {
+			return err
+		}
+		s := rec.s
+		s.mu.Lock()
+		target, gen, unclaimed := rec.target, rec.gen, rec.unclaimed
+		s.mu.Unlock()
+		coreGen, ok := c.generations(target, gen)
+		if !ok && !unclaimed {
+			// The claim names a generation the view does not: read the
+			// members (the claim may be stale: the store replaces it).
+			if err := c.refreshMembers(t.ctx); err == nil {
+				coreGen, ok = c.generations(target, gen)
+			}
+		}
+		if !ok {
+			// The worker left or restarted as the claim was read (or the
+			// session placed unclaimed): read (or place) again.
+			t.rec = rec
+			t.dropPending()
+			t.rec = nil
+			continue
+		}
+		d, err := t.acq.Reservation.BeginDispatch(target, coreGen)
+		if err != nil {
+			t.rec = rec
+			t.dropPending()
+			t.rec = nil
+			if errors.Is(err, placement.ErrFenced) {
+				continue // the worker's generation moved since it was read
+			}
+			return err
+		}
+		rec.version.Store(d.Attempt())
+		s.mu.Lock()
+		rec.coreGen = coreGen
+		s.mu.Unlock()
+		t.d, t.rec, t.target, t.state = d, rec, target, turnDispatching
+		t.dispatches++
+		return nil
+	}
+	return fmt.Errorf("replica: session %q: %w", t.key, ErrStoreMoved)
+}
+
+// readClaim returns the record a placing turn dispatches under: the
+// session's claim read (or written) through CreateOrGet, or a local
+// placement when the store is unreachable. A quarantined or closing claim
+// is cached, and later placing turns are refused from the cache until the
+// claim's revision ends.
+func (c *Coordinator) readClaim(t *Turn) (*record, error) {
+	s := t.s
+	for range maxReads {
+		s.mu.Lock()
+		if rec := s.cur.Load(); rec != nil && !rec.evicted.Load() {
+			switch rec.state {
+			case recQuarantined:
+				err := rec.quarantinedErrLocked()
+				s.mu.Unlock()
+				c.st.quarantineRefusals.Add(1)
+				return nil, err
+			case recClosing:
+				rev := rec.rev
+				s.mu.Unlock()
+				return nil, &ClosingError{Key: s.key, Rev: rev}
+			}
+		}
+		s.mu.Unlock()
+		if c.isDown() {
+			return c.placeUnclaimed(t)
+		}
+		epoch := c.epoch.Load()
+		tried := t.tried
+		cl, created, err := c.createOrGet(t.ctx, s.key, func() (claims.Target, error) {
+			return t.propose(c.view.Load().list, tried)
+		})
+		if err != nil {
+			if errors.Is(err, claims.ErrUnavailable) {
+				return c.placeUnclaimed(t)
+			}
+			return nil, err
+		}
+		now := int64(c.core.Now())
+		s.mu.Lock()
+		if c.epoch.Load() != epoch || s.maxDeleted >= cl.Rev {
+			s.mu.Unlock()
+			continue // the claim ended (or may have) as it was read
+		}
+		rec := &record{s: s, rev: cl.Rev, gen: cl.Gen, target: cl.Target, attempt: cl.Attempt}
+		switch cl.State {
+		case claims.Quarantined:
+			rec.state, rec.written = recQuarantined, true
+			c.installLocked(s, rec)
+			err := rec.quarantinedErrLocked()
+			s.mu.Unlock()
+			c.st.quarantinesSeen.Add(1)
+			c.st.quarantineRefusals.Add(1)
+			return nil, err
+		case claims.Closing:
+			rec.state = recClosing
+			c.installLocked(s, rec)
+			s.mu.Unlock()
+			return nil, &ClosingError{Key: s.key, Rev: cl.Rev}
+		}
+		rec.state = recPending
+		if created {
+			rec.lastTouch.Store(now)
+		} else {
+			rec.adopted = true
+			c.st.claimsAdopted.Add(1)
+		}
+		c.installLocked(s, rec)
+		s.mu.Unlock()
+		return rec, nil
+	}
+	return nil, fmt.Errorf("replica: session %q: %w", s.key, ErrStoreMoved)
+}
+
+// placeUnclaimed places t's session with the store unreachable: propose
+// chooses among the members the replica knows.
+func (c *Coordinator) placeUnclaimed(t *Turn) (*record, error) {
+	view := c.view.Load()
+	target, err := t.propose(view.list, t.tried)
+	if err != nil {
+		return nil, err
+	}
+	m, ok := view.byWorker[target.Worker]
+	if !ok {
+		return nil, fmt.Errorf("replica: session %q: proposed %s: %w", t.key, target, claims.ErrUnknownWorker)
+	}
+	s := t.s
+	rec := &record{s: s, state: recPending, gen: m.Gen, target: target, unclaimed: true}
+	s.mu.Lock()
+	c.installLocked(s, rec)
+	s.mu.Unlock()
+	return rec, nil
+}
+
+// claimResult is a shared CreateOrGet's answer.
+type claimResult struct {
+	c       claims.Claim
+	created bool
+}
+
+// createOrGet is the store's CreateOrGet for key, shared by concurrent
+// callers on this replica (one round trip), bounded by StoreTimeout; ctx
+// ends the caller's wait, not the shared call.
+func (c *Coordinator) createOrGet(ctx context.Context, key string, propose func() (claims.Target, error)) (claims.Claim, bool, error) {
+	started := false
+	ch := c.sf.DoChan(key, func() (any, error) {
+		started = true
+		c.sfRunning.Add(1)
+		defer c.sfRunning.Add(-1)
+		sctx, cancel := c.opCtx(c.ctx)
+		defer cancel()
+		cl, created, err := c.store.CreateOrGet(sctx, key, propose)
+		c.note(err)
+		if err == nil && created {
+			c.st.claimsCreated.Add(1)
+		}
+		return claimResult{cl, created}, err
+	})
+	select {
+	case r := <-ch:
+		if !started {
+			c.st.shared.Add(1)
+		}
+		if r.Err != nil {
+			return claims.Claim{}, false, r.Err
+		}
+		cr := r.Val.(claimResult)
+		return cr.c, cr.created, nil
+	case <-ctx.Done():
+		return claims.Claim{}, false, fmt.Errorf("%w: %w", placement.ErrCancelled, context.Cause(ctx))
+	}
+}
+
+// bound records an accepted placing dispatch: the record is the session's
+// binding, and the store learns that this replica holds it.
+func (c *Coordinator) bound(t *Turn) {
+	rec, s := t.rec, t.rec.s
+	rec.leases.Add(1)
+	s.mu.Lock()
+	rec.state = recBound
+	evicted := rec.evicted.Load()
+	if evicted {
+		// The claim ended while the request was dispatched: the request
+		// was served; the binding is not kept.
+		if info, err := c.core.Query(s.key); err == nil && info.State == placement.StateBound && info.Attempt == rec.version.Load() {
+			_, _ = c.core.InvalidateKey(s.key)
+		}
+	}
+	unclaimed, adopted := rec.unclaimed, rec.adopted
+	s.mu.Unlock()
+	if unclaimed {
+		c.st.unclaimed.Add(1)
+		// Reconciled when the store answers again: after its Reset, or by
+		// the keepalive's retry if the store was back already.
+		c.reconcile.Store(true)
+		c.poke()
+		return
+	}
+	if evicted {
+		return
+	}
+	c.hold(s, rec)
+	if adopted {
+		c.kickTouch(rec) // another's claim: its idle deadline is unknown
+	}
+}
+
+// quarantine records an Ambiguous placing dispatch: the core quarantined
+// it (coreErr); the store's claim is quarantined too, so every replica
+// refuses the session.
+func (c *Coordinator) quarantine(t *Turn, coreErr error) error {
+	rec, s := t.rec, t.rec.s
+	var amb *placement.AmbiguousError[claims.Target]
+	if !errors.As(coreErr, &amb) {
+		t.dropPending()
+		return coreErr // settled already (a resolver, a late result)
+	}
+	s.mu.Lock()
+	if s.cur.Load() != rec || rec.evicted.Load() {
+		// The claim was evicted while the attempt was out (a Delete, a
+		// Reset): the core's quarantine is this replica's own truth all
+		// the same. Cache it afresh, so that Resolve and the refusals
+		// find it (no placing turn can have installed another record:
+		// the core's reservation was this turn's).
+		nrec := &record{s: s, rev: rec.rev, gen: rec.gen, target: rec.target, unclaimed: rec.unclaimed}
+		nrec.version.Store(rec.version.Load())
+		c.installLocked(s, nrec)
+		rec, t.rec = nrec, nrec
+	}
+	rec.state, rec.own, rec.attempt, rec.coreGen = recQuarantined, true, amb.Attempt, amb.Generation
+	qe := rec.quarantinedErrLocked()
+	if rec.unclaimed {
+		s.mu.Unlock()
+		return qe
+	}
+	rev, gen := rec.rev, rec.gen
+	s.writing++
+	epoch := c.epoch.Load()
+	s.mu.Unlock()
+	err := c.writeQuarantine(context.WithoutCancel(t.ctx), rec, rev, amb.Attempt, gen, epoch)
+	if errors.Is(err, claims.ErrUnavailable) {
+		c.addRetry("quarantine", func(ctx context.Context) error {
+			s.mu.Lock()
+			pending := rec.state == recQuarantined && !rec.written && s.cur.Load() == rec
+			s.writing++
+			epoch := c.epoch.Load()
+			s.mu.Unlock()
+			if !pending {
+				s.mu.Lock()
+				s.writing--
+				s.mu.Unlock()
+				return nil
+			}
+			return c.writeQuarantine(ctx, rec, rev, amb.Attempt, gen, epoch)
+		})
+	}
+	s.mu.Lock()
+	qe = rec.quarantinedErrLocked()
+	s.mu.Unlock()
+	return qe
+}
+
+// writeQuarantine writes rec's quarantine to the store, fenced by rev.
+// The caller counted the write in s.writing; it is uncounted here, and
+// the events that waited for it are applied.
+func (c *Coordinator) writeQuarantine(parent context.Context, rec *record, rev int64, attempt uint64, gen int64, epoch uint64) error {
+	s := rec.s
+	ctx, cancel := c.opCtx(parent)
+	q, err := c.store.Quarantine(ctx, s.key, rev, attempt, gen)
+	cancel()
+	c.note(err)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.writing--
+	if err == nil {
+		c.st.quarantinesWritten.Add(1)
+		rec.rev, rec.written = q.Rev, true
+	}
+	if s.cur.Load() == rec && rec.written && (s.maxDeleted >= rec.rev || c.epoch.Load() != epoch) {
+		c.evictLocked(s, rec) // the quarantine ended (or may have) as it was written
+		c.st.deleteEvictions.Add(1)
+	}
+	return err
+}
+
+// closeRefused closes the claim a refused placing dispatch was made
+// under, fenced by its revision.
+func (c *Coordinator) closeRefused(rec *record) {
+	s := rec.s
+	s.mu.Lock()
+	rec.evicted.Store(true)
+	if s.cur.Load() == rec {
+		s.cur.Store(nil)
+	}
+	rev, unclaimed := rec.rev, rec.unclaimed
+	s.mu.Unlock()
+	if !unclaimed {
+		c.storeClose(s, rec, rev)
+	}
+}
+
+// endLease ends a turn's lease on rec; the last local lease of a closing
+// or evicted record closes or unholds its claim.
+func (c *Coordinator) endLease(rec *record, lease placement.Lease[claims.Target], final bool) {
+	if final {
+		rec.closing.Store(true)
+		_ = lease.Close()
+	} else {
+		_ = lease.Release()
+	}
+	if !rec.used.Load() {
+		rec.used.Store(true)
+	}
+	n := rec.leases.Add(-1)
+	if final && mutant("CloseWhileHeld") {
+		c.lastLeaseEnded(rec)
+		return
+	}
+	if n == 0 && (rec.closing.Load() || rec.evicted.Load()) {
+		c.lastLeaseEnded(rec)
+	}
+}
+
+// lastLeaseEnded runs once per record when its last local lease ended and
+// the session closed (the claim is closed in the store, fenced by the
+// revision the replica holds) or the record was evicted (the replica's
+// hold is given up).
+func (c *Coordinator) lastLeaseEnded(rec *record) {
+	if !rec.ended.CompareAndSwap(false, true) {
+		return
+	}
+	s := rec.s
+	s.mu.Lock()
+	if s.cur.Load() == rec {
+		s.cur.Store(nil)
+	}
+	rec.evicted.Store(true)
+	rev, unclaimed := rec.rev, rec.unclaimed
+	s.mu.Unlock()
+	switch {
+	case unclaimed:
+	case rec.closing.Load():
+		c.storeClose(s, rec, rev)
+	default:
+		c.unhold(s, rec)
+	}
+}
+
+// hold tells the store that this replica holds rec's claim.
+func (c *Coordinator) hold(s *slot, rec *record) {
+	s.op.Lock()
+	defer s.op.Unlock()
+	s.mu.Lock()
+	rev := rec.rev
+	ok := !rec.evicted.Load() && s.cur.Load() == rec
+	s.mu.Unlock()
+	if !ok || mutant("SkipsHold") {
+		rec.needHold.Store(false)
+		return
+	}
+	ctx, cancel := c.opCtx(c.ctx)
+	err := c.store.Hold(ctx, s.key, rev, c.cfg.Name)
+	cancel()
+	c.note(err)
+	switch {
+	case err == nil:
+		rec.needHold.Store(false)
+		c.st.holds.Add(1)
+		s.mu.Lock()
+		s.holder = rec
+		if rec.evicted.Load() && rec.leases.Load() == 0 {
+			c.poke() // evicted as it was held: give the hold up
+		}
+		s.mu.Unlock()
+	case errors.Is(err, claims.ErrClaimMoved):
+		rec.needHold.Store(false)
+		s.mu.Lock()
+		if s.cur.Load() == rec {
+			c.evictLocked(s, rec)
+			c.st.movedEvictions.Add(1)
+		}
+		s.mu.Unlock()
+	default:
+		rec.needHold.Store(true) // the keepalive pass retries it
+	}
+}
+
+// unhold gives up this replica's hold on s's key if rec made it.
+func (c *Coordinator) unhold(s *slot, rec *record) {
+	s.op.Lock()
+	defer s.op.Unlock()
+	c.unholdOpLocked(s, rec)
+}
+
+// unholdOpLocked is unhold with s.op held.
+func (c *Coordinator) unholdOpLocked(s *slot, rec *record) {
+	s.mu.Lock()
+	mine := s.holder == rec
+	s.mu.Unlock()
+	if !mine {
+		return
+	}
+	ctx, cancel := c.opCtx(c.ctx)
+	err := c.store.Unhold(ctx, s.key, c.cfg.Name)
+	cancel()
+	c.note(err)
+	if err != nil {
+		return // the keepalive pass retries a stale holder
+	}
+	c.st.unholds.Add(1)
+	s.mu.Lock()
+	if s.holder == rec {
+		s.holder = nil
+	}
+	s.mu.Unlock()
+}
+
+// storeClose closes the session's claim at rev (the revision the replica
+// holds): deleted with no other holder, deferred (Closing) with one,
+// stale (nothing changed) if rev is not current.
+func (c *Coordinator) storeClose(s *slot, rec *record, rev int64) {
+	s.op.Lock()
+	defer s.op.Unlock()
+	if mutant("UnfencedClose") {
+		ctx, cancel := c.opCtx(c.ctx)
+		if cl, ok, err := c.store.Get(ctx, s.key); err == nil && ok {
+			rev = cl.Rev
+		}
+		cancel()
+	}
+	ctx, cancel := c.opCtx(c.ctx)
+	res, err := c.store.Close(ctx, s.key, rev, c.cfg.Name)
+	cancel()
+	c.note(err)
+	if err != nil {
+		if errors.Is(err, claims.ErrUnavailable) {
+			c.addRetry("close", func(ctx context.Context) error {
+				ctx, cancel := c.opCtx(ctx)
+				defer cancel()
+				res, err := c.store.Close(ctx, s.key, rev, c.cfg.Name)
+				c.note(err)
+				if err == nil {
+					c.countClose(res)
+				}
+				return err
+			})
+		}
+		return
+	}
+	c.countClose(res)
+	s.mu.Lock()
+	h, cur := s.holder, s.cur.Load()
+	if res != claims.CloseStale {
+		// The store dropped this replica's hold with the close.
+		s.holder = nil
+	}
+	s.mu.Unlock()
+	if res == claims.CloseStale && h != nil && h != cur && h.leases.Load() == 0 {
+		c.unholdOpLocked(s, h)
+	}
+}
+
+func (c *Coordinator) countClose(res claims.CloseResult) {
+	switch res {
+	case claims.CloseDeleted:
+		c.st.closesDeleted.Add(1)
+	case claims.CloseDeferred:
+		c.st.closesDeferred.Add(1)
+	case claims.CloseStale:
+		c.st.closesStale.Add(1)
+	}
+}
+
+// coreErr translates the core's answer to Acquire: its quarantine is a
+// *QuarantinedError naming the store's generation.
+func (c *Coordinator) coreErr(key string, err error) error {
+	var amb *placement.AmbiguousError[claims.Target]
+	if !errors.As(err, &amb) {
+		return err
+	}
+	c.st.quarantineRefusals.Add(1)
+	if v, ok := c.slots.Load(key); ok {
+		s := v.(*slot)
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if rec := s.cur.Load(); rec != nil && rec.state == recQuarantined && rec.own && rec.attempt == amb.Attempt {
+			return rec.quarantinedErrLocked()
+		}
+	}
+	qe := &QuarantinedError{Key: key, Attempt: amb.Attempt, Target: amb.Target, Local: true}
+	if m, ok := c.view.Load().byWorker[amb.Target.Worker]; ok {
+		qe.Gen = m.Gen
+	}
+	return qe
+}
+
+// kickTouch asks the keepalive to touch rec's claim now (dropped when the
+// queue is full: the periodic pass touches it).
+func (c *Coordinator) kickTouch(rec *record) {
+	select {
+	case c.kickCh <- rec:
+	default:
+	}
+}
