@@ -9,7 +9,8 @@ import "fmt"
 type ArgumentError struct {
 	// Op is the operation: "create-or-get", "get", "hold", "unhold",
 	// "close", "quarantine", "resolve", "touch", "register",
-	// "deregister", "replica-id", or a backend's own (such as "open").
+	// "deregister", "replica-id", "hold-lineage", or a backend's own
+	// (such as "open").
 	Op string
 	// What says what is wrong ("empty key").
 	What string

@@ -70,6 +70,13 @@ type Claim struct {
 	// revision). Two claims of a key with the same Rev are the same
 	// claim.
 	Rev int64
+	// Born is the revision that created the claim's lineage: the Rev of
+	// the CreateOrGet that wrote it (also one replacing a stale claim).
+	// Every rewrite of one lineage (Quarantine, Resolve accepted, a
+	// deferred Close) keeps it and the target, so Born <= Rev, and Born
+	// == Rev for a claim just created. Touch and HoldLineage accept any
+	// revision in [Born, Rev].
+	Born int64
 	// Target is where the session's requests go.
 	Target Target
 	// Gen is the target worker's generation when the claim was written
@@ -80,6 +87,10 @@ type Claim struct {
 	// Attempt is the quarantined attempt's id (State Quarantined).
 	Attempt uint64
 }
+
+// InLineage reports whether rev is a revision of c's lineage (Born <= rev
+// <= Rev): what Touch and HoldLineage accept while c is current.
+func (c Claim) InLineage(rev int64) bool { return c.Born <= rev && rev <= c.Rev && rev > 0 }
 
 // Member is a registered worker.
 type Member struct {
@@ -175,11 +186,14 @@ type Store interface {
 	// Get returns key's current claim, or ok false.
 	Get(ctx context.Context, key string) (c Claim, ok bool, err error)
 	// Hold records that replica holds leases on revision rev of key
-	// (ErrClaimMoved unless rev is current). Holds of a replica that
-	// stops (its session with the store ends) vanish. Holds belong to
-	// the claim's lineage: they survive its rewrites (Quarantine, Resolve
-	// accepted, a deferred Close) and end when it is deleted, expires or
-	// is replaced as stale by CreateOrGet.
+	// (ErrClaimMoved unless rev is current: the first lease of a turn
+	// routed from a cached revision learns that the claim moved). Holds
+	// of a replica that stops (its session with the store ends) vanish.
+	// Holds belong to the claim's lineage: they survive its rewrites
+	// (Quarantine, Resolve accepted, a deferred Close) and end when it is
+	// deleted, expires or is replaced as stale by CreateOrGet. A replica
+	// holding again after a reconnect, by the revision its leases are on,
+	// uses HoldLineage, which accepts any revision of the lineage.
 	Hold(ctx context.Context, key string, rev int64, replica string) error
 	// Unhold removes replica's hold on key; the last Unhold of a Closing
 	// claim deletes it. Unholding a key not held is not an error.
@@ -196,14 +210,23 @@ type Store interface {
 	// generation (ErrClaimMoved otherwise).
 	Quarantine(ctx context.Context, key string, rev int64, attempt uint64, gen int64) (Claim, error)
 	// Resolve settles key's quarantine, fenced by its attempt and
-	// generation (a *FencedError otherwise): accepted writes the claim
-	// Bound again (a new revision, returned with ok true), not accepted
-	// deletes it.
+	// generation and by its worker's current registration: a
+	// *FencedError (errors.Is ErrFenced), changing nothing, when the
+	// claim is not Quarantined with that attempt and generation, or
+	// when it is stale (its worker re-registered, so its generation is
+	// not gen any more, or left; FencedError.Stale). Otherwise accepted
+	// writes the claim Bound again (a new revision of the same lineage,
+	// returned with ok true), not accepted deletes it.
 	Resolve(ctx context.Context, key string, attempt uint64, gen int64, accepted bool) (c Claim, ok bool, err error)
-	// Touch restarts key's idle expiry (IdleTTL) if rev is current
-	// (ErrClaimMoved otherwise). A claim expires IdleTTL after its last
-	// Touch or write; a hold alone does not keep it alive: a replica
-	// holding leases touches it at least every IdleTTL/3.
+	// Touch restarts key's idle expiry (IdleTTL) if rev is a revision of
+	// the current claim's lineage (Born <= rev <= Rev; ErrClaimMoved
+	// otherwise): unlike Hold, Touch fences no dispatch, and a replica
+	// whose leases are on a revision the claim was rewritten from since
+	// keeps it alive by that revision (the spec lets a claim expire only
+	// when no replica holds leases on its lineage). A claim expires
+	// IdleTTL after its last Touch or write; a hold alone does not keep
+	// it alive: a replica holding leases touches it at least every
+	// IdleTTL/3.
 	Touch(ctx context.Context, key string, rev int64) error
 	// Register registers worker with identity; its generation is the
 	// registration's revision (a new registration, a new generation).
@@ -246,7 +269,8 @@ var (
 	ErrUnavailable = errors.New("claims: store unavailable")
 	// ErrClaimMoved: the revision a write was fenced by is not current.
 	ErrClaimMoved = errors.New("claims: claim revision is not current")
-	// ErrFenced: a Resolve's attempt or generation is not the quarantine's.
+	// ErrFenced: a Resolve's attempt or generation is not the
+	// quarantine's, or the quarantined claim is stale.
 	ErrFenced = errors.New("claims: fenced")
 	// ErrUnknownWorker: a proposal names a worker that is not registered.
 	ErrUnknownWorker = errors.New("claims: unknown worker")
@@ -266,12 +290,20 @@ type FencedError struct {
 	// Current is the claim found, if any (Found).
 	Current Claim
 	Found   bool
+	// Stale: Current is the quarantine asked for (attempt and
+	// generation match), but its worker re-registered or left, so the
+	// claim is stale and nothing settles it; CreateOrGet replaces it.
+	Stale bool
 }
 
 // Error describes e.
 func (e *FencedError) Error() string {
 	if !e.Found {
 		return fmt.Sprintf("claims: resolve of %q attempt %d gen %d: no claim", e.Key, e.Attempt, e.Gen)
+	}
+	if e.Stale {
+		return fmt.Sprintf("claims: resolve of %q attempt %d gen %d: the claim at rev %d is stale (worker %q re-registered or left)",
+			e.Key, e.Attempt, e.Gen, e.Current.Rev, e.Current.Target.Worker)
 	}
 	return fmt.Sprintf("claims: resolve of %q attempt %d gen %d: claim is %s attempt %d gen %d at rev %d",
 		e.Key, e.Attempt, e.Gen, e.Current.State, e.Current.Attempt, e.Current.Gen, e.Current.Rev)

@@ -71,3 +71,19 @@ func TestAttemptSpace(t *testing.T) {
 	require.Less(t, claims.FirstAttempt(claims.MaxReplicaID-1), last)
 	require.Zero(t, claims.FirstAttempt(0), "0 is never a replica id: its range holds attempt 0")
 }
+
+func TestInLineage(t *testing.T) {
+	c := claims.Claim{Born: 5, Rev: 9}
+	for rev, want := range map[int64]bool{4: false, 5: true, 7: true, 9: true, 10: false, 0: false, -1: false} {
+		require.Equal(t, want, c.InLineage(rev), "rev %d in [5, 9]", rev)
+	}
+	require.False(t, claims.Claim{}.InLineage(0), "no claim, no lineage")
+}
+
+func TestFencedErrorStale(t *testing.T) {
+	e := &claims.FencedError{Key: "s", Attempt: 3, Gen: 4, Found: true, Stale: true,
+		Current: claims.Claim{Rev: 9, Target: claims.Target{Worker: "w"}, State: claims.Quarantined}}
+	require.ErrorIs(t, e, claims.ErrFenced)
+	require.Contains(t, e.Error(), "stale")
+	require.Contains(t, e.Error(), `"w"`)
+}

@@ -49,3 +49,53 @@ func Example() {
 	// close by the first revision: stale
 	// close by the current revision: deleted
 }
+
+// A replica that lost the store while its request ran under revision c.Rev
+// re-holds the claim when the store returns, although another replica
+// quarantined it meanwhile (a new revision of the same lineage): Hold
+// refuses the old revision, HoldLineage holds the lineage by it.
+func ExampleHoldLineage() {
+	ctx := context.Background()
+	b := memstore.NewBackend(memstore.Config{IdleTTL: time.Minute, Clock: placement.NewManualClock(0)})
+	defer b.Close()
+	a, other := b.Open("replica-a"), b.Open("replica-b")
+	defer a.Shutdown()
+	defer other.Shutdown()
+	w, _ := a.Register(ctx, "worker-1", "boot-1")
+	c, _, _ := a.CreateOrGet(ctx, "session-42", func() (claims.Target, error) {
+		return claims.Target{Worker: w.Worker}, nil
+	})
+	q, _ := other.Quarantine(ctx, "session-42", c.Rev, 7, c.Gen)
+	fmt.Println("same lineage:", q.Born == c.Born, q.InLineage(c.Rev))
+
+	err := a.Hold(ctx, "session-42", c.Rev, "replica-a")
+	fmt.Println("Hold of the old revision moved:", errors.Is(err, claims.ErrClaimMoved))
+	rev, err := claims.HoldLineage(ctx, a, "session-42", c.Rev, "replica-a")
+	fmt.Println("HoldLineage:", err, rev == q.Rev, b.Holders("session-42"))
+	// Output:
+	// same lineage: true true
+	// Hold of the old revision moved: true
+	// HoldLineage: <nil> true [replica-a]
+}
+
+// A quarantine whose worker restarted is stale: Resolve is fenced and
+// changes nothing; the next CreateOrGet replaces the claim.
+func ExampleFencedError_stale() {
+	ctx := context.Background()
+	b := memstore.NewBackend(memstore.Config{IdleTTL: time.Minute, Clock: placement.NewManualClock(0)})
+	defer b.Close()
+	s := b.Open("replica-a")
+	defer s.Shutdown()
+	w, _ := s.Register(ctx, "worker-1", "boot-1")
+	c, _, _ := s.CreateOrGet(ctx, "session-42", func() (claims.Target, error) {
+		return claims.Target{Worker: w.Worker}, nil
+	})
+	q, _ := s.Quarantine(ctx, "session-42", c.Rev, 7, c.Gen)
+	_, _ = s.Register(ctx, "worker-1", "boot-2") // the worker restarts
+
+	_, _, err := s.Resolve(ctx, "session-42", 7, q.Gen, true)
+	var fe *claims.FencedError
+	fmt.Println(errors.As(err, &fe), errors.Is(err, claims.ErrFenced), fe.Stale)
+	// Output:
+	// true true true
+}

@@ -30,7 +30,8 @@
 //     written when the model writes, ErrClaimMoved when it stutters.
 //   - Resolve(s, a, o): Resolve(s, attempt(a), quarantine gen, o) through
 //     the admin handle: written, deleted, or ErrFenced when the model
-//     stutters.
+//     stutters (a *claims.FencedError with Stale when the quarantine's
+//     worker re-registered).
 //   - Close(r, s): Close(s, lease rev, r) with the model's case as the
 //     expected result (Deleted, Deferred, Stale); after Stale, Unhold (the
 //     model's Close then gives the hold up). A lease on an unclaimed
@@ -39,9 +40,10 @@
 //     deadline, Sweep.
 //   - BumpGeneration(w): Register(w) with a new identity.
 //   - Disconnect(r)/Reconnect(r): SetUnavailable(r, true/false); at the
-//     reconnect the replica re-holds each session it has leases on (Hold
-//     of the lease's revision, ErrClaimMoved accepted) and unholds the
-//     others.
+//     reconnect the replica re-holds each session it has leases on
+//     (claims.HoldLineage by the lease's revision, which holds any
+//     revision of the claim's current lineage; ErrClaimMoved accepted)
+//     and unholds the others.
 //   - Crash(r): Backend.Crash(r), and r reopens a new handle.
 //   - PlaceLocal, Receive, Duplicate, Drop: replica-local or watch
 //     channel steps, model only.
@@ -69,19 +71,24 @@
 // Expire: a legal model behaviour, counted (Crash/closing-deleted,
 // Reconnect/closing-deleted) and pinned by TestScenarios.
 //
-// D1 (excluded, TestKnownDriftStaleResolve): the model's Resolve of a
+// D1 (fixed, TestStaleResolveFenced): the model's Resolve of a
 // quarantine whose worker's generation moved on changes nothing; the
-// store's Resolve is fenced by the generation passed in (the
-// quarantine's, as impl/replica passes it) and settles it. The main test
-// does not draw that Resolve.
+// store's Resolve was fenced only by the generation passed in (the
+// quarantine's, as impl/replica passes it) and settled it. Resolve is now
+// also fenced by the worker's current registration (a *FencedError with
+// Stale); the main test draws such Resolves (outcome Resolve/stale).
 //
-// D2 (excluded, TestKnownDriftLineageRehold): the model's Reconnect makes
-// a replica with leases on an earlier revision of the claim's lineage
-// (lease rev >= born) a holder again. Hold is fenced by the current
-// revision and a claims.Claim carries no lineage (create revision), so no
-// Store call can; the replica then has requests in flight without a hold,
-// and another replica's Close deletes the claim under them (the test
-// shows it). The main test does not draw such a Reconnect.
+// D2 (fixed, TestLineageRehold): the model's Reconnect makes a replica
+// with leases on an earlier revision of the claim's lineage (lease rev >=
+// born) a holder again. Hold is fenced by the current revision (as the
+// model's Route: a turn routed from a cached revision that moved must be
+// refused) and a claims.Claim carried no lineage, so no Store call could;
+// the replica then had requests in flight without a hold, and another
+// replica's Close deleted the claim under them. Claims now carry their
+// lineage's first revision (claims.Claim.Born) and claims.HoldLineage
+// holds by any revision of the current lineage (a Get and a Hold of the
+// current revision, fenced); the harness's Reconnect uses it and the main
+// test draws such Reconnects (outcome Reconnect/lineage-rehold).
 //
 // # Left out
 //

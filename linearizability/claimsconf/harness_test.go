@@ -27,13 +27,6 @@ type options struct {
 	// wrap wraps each replica's store handle (a broken variant); nil
 	// leaves it as is.
 	wrap func(claims.Store) claims.Store
-	// staleResolve also draws Resolve of a quarantine whose worker's
-	// generation moved on (known drift D1, see doc.go).
-	staleResolve bool
-	// lineageRehold also draws a Reconnect that re-holds a lineage
-	// under a revision that is no longer current (known drift D2, see
-	// doc.go).
-	lineageRehold bool
 	// steps bounds the steps of one run.
 	steps int
 }
@@ -174,11 +167,7 @@ var drivenActs = []mc.Action{mc.ActClaim, mc.ActPlaceLocal, mc.ActRoute, mc.ActR
 
 // enabled returns the model's enabled steps from the current state, by
 // action, as the harness draws them: Resolve only with the quarantine's
-// attempt or one other (its own revision), and, unless
-// opt.staleResolve, not the quarantine's own attempt once its worker's
-// generation moved on (known drift D1), and, unless opt.lineageRehold, no
-// Reconnect that re-holds a lineage by a revision no longer current
-// (known drift D2).
+// attempt or one other (its own revision).
 func (e *env) enabled() map[mc.Action][]mc.Label {
 	out := map[mc.Action][]mc.Label{}
 	e.m.Steps(&e.s, func(l mc.Label, _ *mc.State) {
@@ -187,12 +176,6 @@ func (e *env) enabled() map[mc.Action][]mc.Label {
 			if l.A != c.Attempt && l.A != c.Rev {
 				return
 			}
-			if !e.opt.staleResolve && l.A == c.Attempt && e.s.Gen[c.Target] != c.Gen {
-				return
-			}
-		}
-		if l.Act == mc.ActReconnect && !e.opt.lineageRehold && e.rehold(l.R) {
-			return
 		}
 		out[l.Act] = append(out[l.Act], l)
 	})
@@ -202,9 +185,9 @@ func (e *env) enabled() map[mc.Action][]mc.Label {
 // rehold reports whether the model's Reconnect(r) would make r a holder
 // of a claim whose current revision is not the one r's leases are on
 // (a later revision of the same lineage: l.Rev >= born) and that r does
-// not hold already (a hold made before r lost the store stays): no Store
-// call does that, Hold is fenced by the current revision (known drift
-// D2).
+// not hold already (a hold made before r lost the store stays): the
+// store's Hold, fenced by the current revision, would refuse it;
+// claims.HoldLineage does it (finding D2, fixed).
 func (e *env) rehold(r int) bool {
 	for ss := range e.m.Cfg.Sessions {
 		ls, c := e.s.Lease[e.ix(r, ss)], e.s.Claim[ss]
@@ -316,12 +299,17 @@ func (e *env) impl(l mc.Label, pre, n *mc.State) error {
 	case mc.ActReconnect:
 		e.count("Reconnect")
 		e.b.SetUnavailable(e.rname(r), false)
-		// The replica re-holds what it has leases on and gives up the
-		// rest (the model's Reconnect sets its holds by its leases).
+		// The replica re-holds what it has leases on, by the lease's
+		// revision, anywhere in the claim's lineage (HoldLineage), and
+		// gives up the rest (the model's Reconnect sets its holds by
+		// its leases).
+		if e.rehold(r) {
+			e.count("Reconnect/lineage-rehold")
+		}
 		for ss := range e.m.Cfg.Sessions {
 			ls := pre.Lease[e.ix(r, ss)]
 			if rv, ok := e.rev(ls.Rev); ls.N > 0 && ok {
-				err := e.h[r].Hold(c, e.key(ss), rv, e.rname(r))
+				_, err := claims.HoldLineage(c, e.h[r], e.key(ss), rv, e.rname(r))
 				if err != nil && !errors.Is(err, claims.ErrClaimMoved) {
 					return e.fail(l, "re-Hold(%s, %d): %v", e.key(ss), rv, err)
 				}
@@ -425,6 +413,15 @@ func (e *env) resolve(c context.Context, l mc.Label, pre, n *mc.State) error {
 		e.count("Resolve/fenced")
 		if !errors.Is(err, claims.ErrFenced) {
 			return e.fail(l, "Resolve: the model's quarantine is fenced, store says ok=%v err=%v (%+v)", ok, err, got)
+		}
+		if stale := l.A == cl.Attempt && pre.Gen[cl.Target] != cl.Gen; stale {
+			// The quarantine's own attempt, its worker re-registered
+			// (finding D1, fixed): fenced as stale.
+			e.count("Resolve/stale")
+			var fe *claims.FencedError
+			if !errors.As(err, &fe) || !fe.Stale {
+				return e.fail(l, "Resolve of a stale quarantine: store fenced it, but not as stale: %v", err)
+			}
 		}
 		return nil
 	case err != nil:
@@ -656,7 +653,7 @@ func (c *coverage) String() string {
 var outcomes = []string{
 	"Claim/write", "Claim/read", "PlaceLocal", "Route/hold", "Route/moved", "Route/local",
 	"Release/unhold", "Release/local", "Ambiguous/quarantine", "Ambiguous/moved",
-	"Resolve/accepted", "Resolve/not-accepted", "Resolve/fenced",
+	"Resolve/accepted", "Resolve/not-accepted", "Resolve/fenced", "Resolve/stale",
 	"Close/deleted", "Close/deferred", "Close/stale", "Reconcile/write", "Reconcile/read",
 	"Expire", "BumpGeneration", "Receive", "Duplicate", "Drop", "Disconnect", "Reconnect",
 	"Crash",

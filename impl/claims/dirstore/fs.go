@@ -42,6 +42,7 @@ func encode(s string) string {
 type claimFile struct {
 	Key      string       `json:"key"`
 	Rev      int64        `json:"rev"`
+	Born     int64        `json:"born,omitempty"` // the lineage's first revision; absent (older files): Rev
 	Worker   string       `json:"worker"`
 	Rank     int          `json:"rank,omitempty"`
 	HasRank  bool         `json:"has_rank,omitempty"`
@@ -52,15 +53,19 @@ type claimFile struct {
 }
 
 func (f *claimFile) claim() claims.Claim {
+	born := f.Born
+	if born == 0 {
+		born = f.Rev
+	}
 	return claims.Claim{
-		Key: f.Key, Rev: f.Rev, Gen: f.Gen, State: f.State, Attempt: f.Attempt,
+		Key: f.Key, Rev: f.Rev, Born: born, Gen: f.Gen, State: f.State, Attempt: f.Attempt,
 		Target: claims.Target{Worker: f.Worker, Rank: f.Rank, HasRank: f.HasRank},
 	}
 }
 
 func fromClaim(c claims.Claim) claimFile {
 	return claimFile{
-		Key: c.Key, Rev: c.Rev, Gen: c.Gen, State: c.State, Attempt: c.Attempt,
+		Key: c.Key, Rev: c.Rev, Born: c.Born, Gen: c.Gen, State: c.State, Attempt: c.Attempt,
 		Worker: c.Target.Worker, Rank: c.Target.Rank, HasRank: c.Target.HasRank,
 	}
 }

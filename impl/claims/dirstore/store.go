@@ -374,13 +374,17 @@ func (t *tx) claim(key string) (*claimFile, error) {
 }
 
 // writeClaim writes c at a new revision, ending prev (0: none), with a
-// fresh idle deadline.
+// fresh idle deadline. c's Born zero starts a new lineage (Born = the new
+// revision); a rewrite keeps c.Born.
 func (t *tx) writeClaim(c claims.Claim, prev int64) (claims.Claim, error) {
 	rev, err := t.nextRev()
 	if err != nil {
 		return claims.Claim{}, err
 	}
 	c.Rev = rev
+	if c.Born == 0 {
+		c.Born = rev
+	}
 	f := fromClaim(c)
 	f.Deadline = t.now + int64(t.s.ttl)
 	data, err := json.Marshal(f)
@@ -631,6 +635,22 @@ func (t *tx) current(key string, rev int64) (*claimFile, error) {
 	return c, nil
 }
 
+// lineage reads key's claim and checks rev is a revision of its lineage
+// (Born <= rev <= Rev).
+func (t *tx) lineage(key string, rev int64) (*claimFile, error) {
+	c, err := t.claim(key)
+	if err != nil {
+		return nil, t.fail(err)
+	}
+	if c == nil {
+		return nil, fmt.Errorf("dirstore: %s %q rev %d: no claim: %w", t.op, key, rev, claims.ErrClaimMoved)
+	}
+	if cl := c.claim(); !cl.InLineage(rev) {
+		return nil, fmt.Errorf("dirstore: %s %q rev %d: not in the current lineage [%d, %d]: %w", t.op, key, rev, cl.Born, cl.Rev, claims.ErrClaimMoved)
+	}
+	return c, nil
+}
+
 // Hold implements claims.Store.
 func (s *Store) Hold(ctx context.Context, key string, rev int64, replica string) error {
 	if err := claims.CheckHold(key, rev, replica); err != nil {
@@ -748,6 +768,15 @@ func (s *Store) Resolve(ctx context.Context, key string, attempt uint64, gen int
 		if c.State != claims.Quarantined || c.Attempt != attempt || c.Gen != gen {
 			return &claims.FencedError{Key: key, Attempt: attempt, Gen: gen, Current: c.claim(), Found: true}
 		}
+		stale, err := t.stale(c)
+		if err != nil {
+			return t.fail(err)
+		}
+		if stale {
+			// The worker re-registered or left: nothing settles a
+			// stale claim (CreateOrGet replaces it).
+			return &claims.FencedError{Key: key, Attempt: attempt, Gen: gen, Current: c.claim(), Found: true, Stale: true}
+		}
 		if !accepted {
 			return t.fail(t.deleteClaim(c))
 		}
@@ -766,7 +795,7 @@ func (s *Store) Touch(ctx context.Context, key string, rev int64) error {
 		return err
 	}
 	return s.run(ctx, "touch", func(t *tx) error {
-		c, err := t.current(key, rev)
+		c, err := t.lineage(key, rev)
 		if err != nil {
 			return err
 		}

@@ -106,6 +106,7 @@ func (s *Store) CreateOrGet(ctx context.Context, key string, propose func() (cla
 		}
 		if tr.Succeeded {
 			c.Rev = tr.Header.Revision
+			c.Born = c.Rev // a new lineage
 			s.untrackKey(key)
 			return c, true, nil
 		}
@@ -360,7 +361,10 @@ func (s *Store) Resolve(ctx context.Context, key string, attempt uint64, gen int
 		return claims.Claim{}, false, err
 	}
 	defer done()
+	ck := s.ClaimKey(key)
 	for {
+		// The claim, then its worker's registration; the transaction
+		// below compares both to what was read.
 		kv, c, lease, err := s.readClaim(octx, key)
 		if err != nil {
 			return claims.Claim{}, false, s.fail(octx, op, err)
@@ -370,6 +374,19 @@ func (s *Store) Resolve(ctx context.Context, key string, attempt uint64, gen int
 		}
 		if c.State != claims.Quarantined || c.Attempt != attempt || c.Gen != gen {
 			return claims.Claim{}, false, &claims.FencedError{Key: key, Attempt: attempt, Gen: gen, Current: c, Found: true}
+		}
+		wk := s.workerKey(c.Target.Worker)
+		wr, err := s.cli.Get(octx, wk, clientv3.WithKeysOnly())
+		if err != nil {
+			return claims.Claim{}, false, s.fail(octx, op, err)
+		}
+		if w := firstKV(wr.Kvs); w == nil || w.ModRevision != c.Gen {
+			// The worker re-registered or left: nothing settles a stale
+			// claim (CreateOrGet replaces it). Correct at the read of
+			// the registration whatever the claim is then: no
+			// registration has revision c.Gen again, so any claim of
+			// generation c.Gen is stale from then on.
+			return claims.Claim{}, false, &claims.FencedError{Key: key, Attempt: attempt, Gen: gen, Current: c, Found: true, Stale: true}
 		}
 		var then []clientv3.Op
 		nc := c
@@ -381,14 +398,17 @@ func (s *Store) Resolve(ctx context.Context, key string, attempt uint64, gen int
 			then = s.deleteClaim(key)
 		}
 		tr, err := s.cli.Txn(octx).
-			If(clientv3.Compare(clientv3.ModRevision(s.ClaimKey(key)), "=", kv.ModRevision)).
+			If(
+				clientv3.Compare(clientv3.ModRevision(ck), "=", kv.ModRevision),
+				clientv3.Compare(clientv3.ModRevision(wk), "=", c.Gen),
+			).
 			Then(then...).
 			Commit()
 		if err != nil {
 			return claims.Claim{}, false, s.fail(octx, op, err)
 		}
 		if !tr.Succeeded {
-			continue // the claim changed since the read: judge the new one
+			continue // the claim or the registration changed since the read: judge again
 		}
 		if !accepted {
 			s.untrackKey(key)
@@ -400,8 +420,10 @@ func (s *Store) Resolve(ctx context.Context, key string, attempt uint64, gen int
 	}
 }
 
-// Touch implements claims.Store: a read (is rev current?) and a
-// KeepAliveOnce of the claim's lease.
+// Touch implements claims.Store: a read (is rev a revision of the
+// current lineage?) and a KeepAliveOnce of the claim's lease (one lease
+// per lineage: its rewrites keep it; a lineage replaced in between keeps
+// an orphaned lease alive a while, harmlessly).
 func (s *Store) Touch(ctx context.Context, key string, rev int64) error {
 	const op = "touch"
 	if err := claims.CheckTouch(key, rev); err != nil {
@@ -412,15 +434,15 @@ func (s *Store) Touch(ctx context.Context, key string, rev int64) error {
 		return err
 	}
 	defer done()
-	kv, _, lease, err := s.readClaim(octx, key)
+	kv, c, lease, err := s.readClaim(octx, key)
 	if err != nil {
 		return s.fail(octx, op, err)
 	}
 	switch {
 	case kv == nil:
 		return moved(op, key, rev, "no claim")
-	case kv.ModRevision != rev:
-		return moved(op, key, rev, fmt.Sprintf("current rev is %d", kv.ModRevision))
+	case !c.InLineage(rev):
+		return moved(op, key, rev, fmt.Sprintf("not in the current lineage [%d, %d]", c.Born, c.Rev))
 	case lease == 0:
 		return fmt.Errorf("%w: claim %q at rev %d has no lease", ErrCorrupt, key, rev)
 	}

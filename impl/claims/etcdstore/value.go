@@ -14,6 +14,12 @@ type claimValue struct {
 	Gen     int64       `json:"gen"`
 	State   string      `json:"state"`
 	Attempt uint64      `json:"attempt,omitempty"`
+	// Born is the lineage's first revision (claims.Claim.Born), written
+	// by the lineage's rewrites. The write that creates a lineage cannot
+	// know its own revision and leaves it out: absent, Born is the
+	// version's own mod revision. (Not the key's create revision: a stale
+	// claim is replaced by a Put over the key, which keeps it.)
+	Born int64 `json:"born,omitempty"`
 	// Lease is the claim's lease (its idle expiry), as etcd also records
 	// it on the key.
 	Lease int64 `json:"lease"`
@@ -37,6 +43,7 @@ func encodeClaim(c claims.Claim, lease int64) string {
 		Gen:     c.Gen,
 		State:   c.State.String(),
 		Attempt: c.Attempt,
+		Born:    c.Born,
 		Lease:   lease,
 	})
 	return string(b)
@@ -63,9 +70,17 @@ func decodeClaim(key string, kv *mvccpb.KeyValue) (claims.Claim, int64, error) {
 	if lease == 0 {
 		lease = v.Lease
 	}
+	born := v.Born
+	if born == 0 {
+		born = kv.ModRevision
+	}
+	if born > kv.ModRevision {
+		return claims.Claim{}, 0, fmt.Errorf("%w: claim %q at rev %d: born at %d", ErrCorrupt, key, kv.ModRevision, born)
+	}
 	return claims.Claim{
 		Key:     key,
 		Rev:     kv.ModRevision,
+		Born:    born,
 		Target:  claims.Target{Worker: v.Target.Worker, Rank: v.Target.Rank, HasRank: v.Target.HasRank},
 		Gen:     v.Gen,
 		State:   st,

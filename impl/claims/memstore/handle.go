@@ -116,6 +116,28 @@ func (h *handle) Get(ctx context.Context, key string) (claims.Claim, bool, error
 	return r.c, true, nil
 }
 
+// beginLineage is begin, then key's claim if rev is a revision of its
+// lineage (Born <= rev <= Rev) or an ErrClaimMoved error. On success the
+// caller holds b.mu and must unlock it.
+func (h *handle) beginLineage(ctx context.Context, op, key string, rev int64) (*record, error) {
+	if err := h.begin(ctx, op); err != nil {
+		return nil, err
+	}
+	r := h.b.claims[key]
+	var err error
+	switch {
+	case r == nil:
+		err = fmt.Errorf("memstore: %s %q rev %d: no claim: %w", op, key, rev, claims.ErrClaimMoved)
+	case !r.c.InLineage(rev):
+		err = fmt.Errorf("memstore: %s %q rev %d: not in the current lineage [%d, %d]: %w", op, key, rev, r.c.Born, r.c.Rev, claims.ErrClaimMoved)
+	}
+	if err != nil {
+		h.b.mu.Unlock()
+		return nil, err
+	}
+	return r, nil
+}
+
 // beginCurrent is begin, then key's claim if its revision is rev or an
 // ErrClaimMoved error. On success the caller holds b.mu and must unlock
 // it.
@@ -238,6 +260,11 @@ func (h *handle) Resolve(ctx context.Context, key string, attempt uint64, gen in
 	if r.c.State != claims.Quarantined || r.c.Attempt != attempt || r.c.Gen != gen {
 		return claims.Claim{}, false, &claims.FencedError{Key: key, Attempt: attempt, Gen: gen, Current: r.c, Found: true}
 	}
+	if h.b.staleLocked(r.c) {
+		// The worker re-registered or left: nothing settles a stale
+		// claim (CreateOrGet replaces it).
+		return claims.Claim{}, false, &claims.FencedError{Key: key, Attempt: attempt, Gen: gen, Current: r.c, Found: true, Stale: true}
+	}
 	if !accepted {
 		h.b.deleteLocked(key, r)
 		return claims.Claim{}, false, nil
@@ -253,7 +280,7 @@ func (h *handle) Touch(ctx context.Context, key string, rev int64) error {
 	if err := claims.CheckTouch(key, rev); err != nil {
 		return err
 	}
-	r, err := h.beginCurrent(ctx, "touch", key, rev)
+	r, err := h.beginLineage(ctx, "touch", key, rev)
 	if err != nil {
 		return err
 	}

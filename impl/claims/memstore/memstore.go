@@ -368,11 +368,15 @@ func (b *Backend) deleteLocked(key string, r *record) {
 }
 
 // writeLocked makes c (Key set) key's claim at a new revision, keeping
-// holders, and ends the previous revision, if any.
+// holders, and ends the previous revision, if any. c's Born zero starts a
+// new lineage (Born = the new revision); a rewrite keeps c.Born.
 func (b *Backend) writeLocked(c claims.Claim, holders map[string]*handle) claims.Claim {
 	prev := b.claims[c.Key]
 	b.rev++
 	c.Rev = b.rev
+	if c.Born == 0 {
+		c.Born = c.Rev // a new lineage
+	}
 	if holders == nil {
 		holders = map[string]*handle{}
 	}

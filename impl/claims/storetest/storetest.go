@@ -10,7 +10,20 @@
 //   - Holds belong to a claim's lineage: they survive the claim's rewrites
 //     (Quarantine, Resolve accepted, a deferred Close) and end with it (a
 //     delete, an expiry, or CreateOrGet replacing it as stale). A new claim
-//     of the key starts with no holds.
+//     of the key starts with no holds. A lineage is the revisions
+//     [Born, Rev] of the current claim: every rewrite keeps Born, a new
+//     claim (also one replacing a stale claim) has Born == Rev. Hold is
+//     fenced by the current revision (a turn routed from a cached
+//     revision learns the claim moved); claims.HoldLineage, built on it,
+//     and Touch accept any revision of the current lineage (the spec's
+//     Reconnect re-holds by the revision a replica's leases are on, and
+//     no claim expires while a replica holds leases on its lineage),
+//     ErrClaimMoved outside it; a HoldLineage racing a Close is either
+//     before it (the Close defers) or refused.
+//   - Resolve of a stale quarantine (its worker re-registered or left) is
+//     fenced (FencedError.Stale) and changes nothing, as the spec's
+//     Resolve; a Resolve that succeeds is ordered before the
+//     re-registration (its revision is smaller).
 //   - Close removes the closing replica's own hold; a stale Close changes
 //     nothing (not even that hold).
 //   - Quarantine's gen must be the claim's generation (ErrClaimMoved
@@ -113,6 +126,10 @@ func Run(t *testing.T, h Harness) {
 		{"FencedWrites", (*env).fencedWrites},
 		{"DeferredClose", (*env).deferredClose},
 		{"HoldsFollowLineage", (*env).holdsFollowLineage},
+		{"LineageHold", (*env).lineageHold},
+		{"LineageHoldRace", (*env).lineageHoldRace},
+		{"StaleResolveFenced", (*env).staleResolveFenced},
+		{"StaleResolveRace", (*env).staleResolveRace},
 		{"QuarantineResolve", (*env).quarantineResolve},
 		{"Expiry", (*env).expiry},
 		{"Events", (*env).eventOrder},
@@ -357,6 +374,7 @@ func (e *env) createOrGetBasics() {
 	require.Equal(e.t, 1, p.n(), "propose called once for an absent claim")
 	require.Equal(e.t, "s", c.Key)
 	require.Positive(e.t, c.Rev)
+	require.Equal(e.t, c.Rev, c.Born, "a new claim starts its lineage")
 	require.Equal(e.t, claims.Target{Worker: "w1", Rank: 3, HasRank: true}, c.Target)
 	require.Equal(e.t, w.Gen, c.Gen, "the claim carries the worker's current generation")
 	require.Equal(e.t, claims.Bound, c.State)
@@ -545,7 +563,7 @@ func (e *env) fencedWrites() {
 	require.Equal(e.t, claims.CloseStale, res)
 	require.Equal(e.t, c2, e.mustGet(a, "s"), "a stale Close changes nothing")
 	require.ErrorIs(e.t, a.Hold(e.ctx, "s", c1.Rev, "a"), claims.ErrClaimMoved)
-	require.ErrorIs(e.t, a.Touch(e.ctx, "s", c1.Rev), claims.ErrClaimMoved)
+	require.NoError(e.t, a.Touch(e.ctx, "s", c1.Rev), "Touch by an earlier revision of the lineage")
 	_, err = a.Quarantine(e.ctx, "s", c1.Rev, 6, c1.Gen)
 	require.ErrorIs(e.t, err, claims.ErrClaimMoved)
 	// A quarantine under another generation than the claim's.
@@ -554,6 +572,7 @@ func (e *env) fencedWrites() {
 	require.Equal(e.t, c2, e.mustGet(a, "s"))
 	// A revision from the future.
 	require.ErrorIs(e.t, a.Hold(e.ctx, "s", c2.Rev+1000, "a"), claims.ErrClaimMoved)
+	require.ErrorIs(e.t, a.Touch(e.ctx, "s", c2.Rev+1000), claims.ErrClaimMoved)
 	res, err = a.Close(e.ctx, "s", c2.Rev+1000, "a")
 	require.NoError(e.t, err)
 	require.Equal(e.t, claims.CloseStale, res)
@@ -570,12 +589,19 @@ func (e *env) fencedWrites() {
 	_, err = a.Quarantine(e.ctx, "s", c2.Rev, 6, c2.Gen)
 	require.ErrorIs(e.t, err, claims.ErrClaimMoved)
 
-	// A stale close never deletes a newer claim of the key.
+	// A stale close never deletes a newer claim of the key, and the
+	// old lineage's revisions hold and touch nothing of it.
 	c3 := e.create(a, "s", "w")
 	res, err = a.Close(e.ctx, "s", c1.Rev, "a")
 	require.NoError(e.t, err)
 	require.Equal(e.t, claims.CloseStale, res)
 	require.Equal(e.t, c3, e.mustGet(a, "s"))
+	for _, rev := range []int64{c1.Rev, c2.Rev} {
+		require.ErrorIs(e.t, a.Hold(e.ctx, "s", rev, "a"), claims.ErrClaimMoved, "Hold of rev %d of an ended lineage", rev)
+		require.ErrorIs(e.t, a.Touch(e.ctx, "s", rev), claims.ErrClaimMoved, "Touch of rev %d of an ended lineage", rev)
+		_, err = claims.HoldLineage(e.ctx, a, "s", rev, "a")
+		require.ErrorIs(e.t, err, claims.ErrClaimMoved, "HoldLineage of rev %d of an ended lineage", rev)
+	}
 }
 
 func (e *env) deferredClose() {
@@ -686,6 +712,244 @@ func (e *env) holdsFollowLineage() {
 	require.Equal(e.t, claims.CloseDeleted, res, "a's hold on the expired claim does not hold the new one")
 }
 
+// lineageHold: claims.HoldLineage and Touch accept every revision of the
+// current claim's lineage, Hold only the current one (finding D2 of linearizability/claimsconf): a replica that
+// lost the store while the claim was rewritten holds it again by the
+// revision its requests are on, and a Close elsewhere then defers.
+func (e *env) lineageHold() {
+	a, b, c := e.store("a"), e.store("b"), e.store("c")
+	e.register(a, "w", "1")
+	c1 := e.create(a, "s", "w")
+	require.Equal(e.t, c1.Rev, c1.Born)
+	// b holds; a (unreachable meanwhile, serving c1 from its cache) does
+	// not. b's request is ambiguous: the claim is quarantined.
+	require.NoError(e.t, b.Hold(e.ctx, "s", c1.Rev, "b"))
+	q, err := b.Quarantine(e.ctx, "s", c1.Rev, 11, c1.Gen)
+	require.NoError(e.t, err)
+	require.Equal(e.t, c1.Born, q.Born)
+	require.Equal(e.t, q, e.mustGet(c, "s"))
+	// A turn routed from c1 learns the claim moved.
+	require.ErrorIs(e.t, a.Hold(e.ctx, "s", c1.Rev, "a"), claims.ErrClaimMoved, "Hold is fenced by the current revision")
+	// a reconnects with a request in flight under c1: it holds the
+	// lineage again and keeps it alive.
+	held, err := claims.HoldLineage(e.ctx, a, "s", c1.Rev, "a")
+	require.NoError(e.t, err, "HoldLineage of an earlier revision of the lineage")
+	require.Equal(e.t, q.Rev, held, "held by the lineage's current revision")
+	require.NoError(e.t, a.Touch(e.ctx, "s", c1.Rev), "Touch by an earlier revision of the lineage")
+	held, err = claims.HoldLineage(e.ctx, a, "s", q.Rev, "a")
+	require.NoError(e.t, err, "HoldLineage of the current revision")
+	require.Equal(e.t, q.Rev, held)
+	require.Equal(e.t, q, e.mustGet(c, "s"), "holds and touches write no revision")
+	// The quarantine is settled; b's lease ends.
+	r, ok, err := c.Resolve(e.ctx, "s", 11, q.Gen, true)
+	require.NoError(e.t, err)
+	require.True(e.t, ok)
+	require.Equal(e.t, c1.Born, r.Born)
+	require.NoError(e.t, b.Unhold(e.ctx, "s", "b"))
+	// c's session ends: a's hold (made by c1's revision) defers the close.
+	require.NoError(e.t, c.Hold(e.ctx, "s", r.Rev, "c"))
+	res, err := c.Close(e.ctx, "s", r.Rev, "c")
+	require.NoError(e.t, err)
+	require.Equal(e.t, claims.CloseDeferred, res, "a holds the lineage by an earlier revision")
+	closing := e.mustGet(c, "s")
+	require.Equal(e.t, claims.Closing, closing.State)
+	require.Equal(e.t, c1.Born, closing.Born, "a deferred close is a rewrite of the lineage")
+	// Every revision of the lineage still holds; none outside it does.
+	for _, rev := range []int64{c1.Rev, q.Rev, r.Rev, closing.Rev} {
+		_, err := claims.HoldLineage(e.ctx, b, "s", rev, "b")
+		require.NoError(e.t, err, "HoldLineage of rev %d in [%d, %d]", rev, closing.Born, closing.Rev)
+		require.NoError(e.t, b.Touch(e.ctx, "s", rev), "Touch by rev %d in [%d, %d]", rev, closing.Born, closing.Rev)
+	}
+	for _, rev := range []int64{closing.Rev + 1000, c1.Born - 1} {
+		_, err = claims.HoldLineage(e.ctx, b, "s", rev, "b")
+		require.ErrorIs(e.t, err, claims.ErrClaimMoved, "HoldLineage of rev %d outside [%d, %d]", rev, closing.Born, closing.Rev)
+		require.ErrorIs(e.t, b.Touch(e.ctx, "s", rev), claims.ErrClaimMoved, "Touch by rev %d outside [%d, %d]", rev, closing.Born, closing.Rev)
+	}
+	require.NoError(e.t, b.Unhold(e.ctx, "s", "b"))
+	require.Equal(e.t, closing, e.mustGet(c, "s"), "a still holds it")
+	require.NoError(e.t, a.Unhold(e.ctx, "s", "a"))
+	e.absent(c, "s")
+
+	// A new claim of the key is a new lineage: the old one's revisions
+	// are refused.
+	n := e.create(c, "s", "w")
+	require.Equal(e.t, n.Rev, n.Born)
+	require.Greater(e.t, n.Born, closing.Rev)
+	for _, rev := range []int64{c1.Rev, q.Rev, closing.Rev} {
+		_, err = claims.HoldLineage(e.ctx, a, "s", rev, "a")
+		require.ErrorIs(e.t, err, claims.ErrClaimMoved, "rev %d of a deleted lineage", rev)
+		require.ErrorIs(e.t, a.Touch(e.ctx, "s", rev), claims.ErrClaimMoved, "rev %d of a deleted lineage", rev)
+	}
+
+	// So is a claim replacing a stale one, even with no delete between
+	// (its key is written over).
+	q2, err := c.Quarantine(e.ctx, "s", n.Rev, 12, n.Gen)
+	require.NoError(e.t, err)
+	e.register(a, "w", "2")
+	n2, created, err := c.CreateOrGet(e.ctx, "s", propose("w").f)
+	require.NoError(e.t, err)
+	require.True(e.t, created)
+	require.Equal(e.t, n2.Rev, n2.Born, "a claim replacing a stale one starts a new lineage")
+	require.Equal(e.t, n2, e.mustGet(a, "s"))
+	for _, rev := range []int64{n.Rev, q2.Rev} {
+		_, err = claims.HoldLineage(e.ctx, a, "s", rev, "a")
+		require.ErrorIs(e.t, err, claims.ErrClaimMoved, "rev %d of a replaced lineage", rev)
+		require.ErrorIs(e.t, a.Touch(e.ctx, "s", rev), claims.ErrClaimMoved, "rev %d of a replaced lineage", rev)
+	}
+	res, err = c.Close(e.ctx, "s", n2.Rev, "c")
+	require.NoError(e.t, err)
+	require.Equal(e.t, claims.CloseDeleted, res, "a holds nothing of the new lineage")
+}
+
+// lineageHoldRace: a HoldLineage by an earlier revision of the lineage
+// races a Close of the current one by a replica holding nothing: either
+// the hold is first (it succeeds and the Close defers) or the Close is
+// (it deletes, and the hold is refused, also after a new claim of the
+// key).
+func (e *env) lineageHoldRace() {
+	a, b := e.store("a"), e.store("b")
+	e.register(a, "w", "1")
+	const rounds = 12
+	held := 0
+	for i := range rounds {
+		key := fmt.Sprintf("race-%d", i)
+		c1 := e.create(a, key, "w")
+		q, err := a.Quarantine(e.ctx, key, c1.Rev, uint64(i+1), c1.Gen)
+		require.NoError(e.t, err)
+		var herr error
+		var res claims.CloseResult
+		var cerr error
+		var wg sync.WaitGroup
+		wg.Add(2)
+		go func() {
+			defer wg.Done()
+			_, herr = claims.HoldLineage(e.ctx, a, key, c1.Rev, "a")
+		}()
+		go func() {
+			defer wg.Done()
+			res, cerr = b.Close(e.ctx, key, q.Rev, "b")
+			if cerr == nil && res == claims.CloseDeleted {
+				// A new lineage at once: a late Hold must not land on it.
+				_, _, cerr = b.CreateOrGet(e.ctx, key, propose("w").f)
+			}
+		}()
+		wg.Wait()
+		require.NoError(e.t, cerr, "%s: Close", key)
+		if herr == nil {
+			held++
+			require.Equal(e.t, claims.CloseDeferred, res, "%s: the Hold succeeded, so the Close came after it and defers", key)
+			require.NoError(e.t, a.Unhold(e.ctx, key, "a"))
+			e.absent(b, key)
+			continue
+		}
+		require.ErrorIs(e.t, herr, claims.ErrClaimMoved, "%s", key)
+		require.Equal(e.t, claims.CloseDeleted, res, "%s: the Hold was refused, so the Close came first", key)
+		n := e.mustGet(b, key)
+		res, err = b.Close(e.ctx, key, n.Rev, "b")
+		require.NoError(e.t, err)
+		require.Equal(e.t, claims.CloseDeleted, res, "%s: the refused Hold holds nothing of the new lineage", key)
+	}
+	e.t.Logf("lineage hold race: the Hold came first in %d of %d rounds", held, rounds)
+}
+
+// staleResolveFenced: Resolve of a quarantine whose worker re-registered
+// or left is fenced and changes nothing (finding D1 of
+// linearizability/claimsconf; the spec's Resolve requires the worker's
+// generation to be the claim's).
+func (e *env) staleResolveFenced() {
+	a, b := e.store("a"), e.store("b")
+	st := e.events(b)
+	e.register(a, "w", "1")
+	c := e.create(a, "s", "w")
+	q, err := a.Quarantine(e.ctx, "s", c.Rev, 21, c.Gen)
+	require.NoError(e.t, err)
+	st.deletes(del("s", c.Rev))
+	w2 := e.register(a, "w", "2") // the worker restarts
+	require.Equal(e.t, claims.MembersChanged, st.nextMembers().Kind)
+	for _, accepted := range []bool{true, false} {
+		_, ok, err := b.Resolve(e.ctx, "s", 21, q.Gen, accepted)
+		var fe *claims.FencedError
+		require.ErrorAs(e.t, err, &fe, "Resolve(accepted=%v) of a stale quarantine", accepted)
+		require.ErrorIs(e.t, err, claims.ErrFenced)
+		require.False(e.t, ok)
+		require.True(e.t, fe.Found)
+		require.True(e.t, fe.Stale, "fenced as stale: %v", err)
+		require.Equal(e.t, q, fe.Current)
+		require.Equal(e.t, q, e.mustGet(a, "s"), "a fenced Resolve changes nothing")
+	}
+	// Not by the new generation either: it is not the claim's.
+	_, _, err = b.Resolve(e.ctx, "s", 21, w2.Gen, true)
+	require.ErrorIs(e.t, err, claims.ErrFenced)
+	st.quiet()
+	// CreateOrGet replaces it.
+	n, created, err := b.CreateOrGet(e.ctx, "s", propose("w").f)
+	require.NoError(e.t, err)
+	require.True(e.t, created)
+	require.Equal(e.t, w2.Gen, n.Gen)
+	st.deletes(del("s", q.Rev))
+
+	// A worker that left: its quarantines are stale too.
+	e.register(a, "v", "1")
+	c2 := e.create(a, "t", "v")
+	q2, err := a.Quarantine(e.ctx, "t", c2.Rev, 22, c2.Gen)
+	require.NoError(e.t, err)
+	require.NoError(e.t, a.Deregister(e.ctx, "v"))
+	_, _, err = b.Resolve(e.ctx, "t", 22, q2.Gen, false)
+	var fe *claims.FencedError
+	require.ErrorAs(e.t, err, &fe)
+	require.True(e.t, fe.Stale, "fenced as stale: %v", err)
+	require.Equal(e.t, q2, e.mustGet(a, "t"))
+}
+
+// staleResolveRace: Resolve races the worker's re-registration. Either
+// the Resolve is first (it succeeds at a revision below the new
+// generation) or it is fenced as stale and the claim is unchanged.
+func (e *env) staleResolveRace() {
+	a, b := e.store("a"), e.store("b")
+	const rounds = 12
+	first := 0
+	for i := range rounds {
+		worker := fmt.Sprintf("w%d", i)
+		key := fmt.Sprintf("race-%d", i)
+		e.register(a, worker, "1")
+		c := e.create(a, key, worker)
+		q, err := a.Quarantine(e.ctx, key, c.Rev, uint64(i+1), c.Gen)
+		require.NoError(e.t, err)
+		var r claims.Claim
+		var ok bool
+		var rerr error
+		var m claims.Member
+		var merr error
+		var wg sync.WaitGroup
+		wg.Add(2)
+		go func() {
+			defer wg.Done()
+			r, ok, rerr = b.Resolve(e.ctx, key, uint64(i+1), q.Gen, i%2 == 0)
+		}()
+		go func() {
+			defer wg.Done()
+			m, merr = a.Register(e.ctx, worker, "2")
+		}()
+		wg.Wait()
+		require.NoError(e.t, merr)
+		if rerr == nil {
+			first++
+			if ok {
+				require.Less(e.t, r.Rev, m.Gen, "%s: Resolve settled the quarantine after its worker re-registered", key)
+				require.Equal(e.t, r, e.mustGet(a, key))
+			} else {
+				e.absent(a, key)
+			}
+			continue
+		}
+		var fe *claims.FencedError
+		require.ErrorAs(e.t, rerr, &fe, "%s", key)
+		require.True(e.t, fe.Stale, "%s: %v", key, rerr)
+		require.Equal(e.t, q, e.mustGet(a, key), "%s: a fenced Resolve changes nothing", key)
+	}
+	e.t.Logf("stale resolve race: the Resolve came first in %d of %d rounds", first, rounds)
+}
+
 // waitExpired lets key's claim rev expire untouched and checks it is gone.
 func (e *env) waitExpired(s claims.Store, key string, rev int64) {
 	e.t.Helper()
@@ -719,6 +983,7 @@ func (e *env) quarantineResolve() {
 	require.Equal(e.t, c.Target, q.Target)
 	require.Equal(e.t, c.Gen, q.Gen)
 	require.Greater(e.t, q.Rev, c.Rev)
+	require.Equal(e.t, c.Born, q.Born, "a quarantine is a rewrite of the lineage")
 	require.Equal(e.t, q, e.mustGet(b, "s"))
 	st.deletes(del("s", c.Rev))
 
@@ -744,6 +1009,7 @@ func (e *env) quarantineResolve() {
 	require.Equal(e.t, c.Target, r.Target)
 	require.Equal(e.t, c.Gen, r.Gen)
 	require.Greater(e.t, r.Rev, q.Rev, "Resolve accepted writes a new revision")
+	require.Equal(e.t, c.Born, r.Born, "of the same lineage")
 	require.Equal(e.t, r, e.mustGet(a, "s"))
 	st.deletes(del("s", q.Rev))
 

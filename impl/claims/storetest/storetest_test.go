@@ -2,6 +2,7 @@ package storetest_test
 
 import (
 	"context"
+	"errors"
 	"os"
 	"os/exec"
 	"strings"
@@ -40,10 +41,59 @@ func (b *broken) Resolve(ctx context.Context, key string, attempt uint64, gen in
 			gen = c.Gen
 		}
 	}
-	return b.Store.Resolve(ctx, key, attempt, gen, accepted)
+	c, ok, err := b.Store.Resolve(ctx, key, attempt, gen, accepted)
+	var fe *claims.FencedError
+	if b.variant == "ResolveSettlesStale" && errors.As(err, &fe) && fe.Stale {
+		// Settles what the worker's new registration fenced: a not
+		// accepted one is deleted, an accepted one reported written.
+		if !accepted {
+			_, cerr := b.Store.Close(ctx, key, fe.Current.Rev, "storetest-broken")
+			return claims.Claim{}, false, cerr
+		}
+		c = fe.Current
+		c.State, c.Attempt = claims.Bound, 0
+		return c, true, nil
+	}
+	return c, ok, err
+}
+
+func (b *broken) Quarantine(ctx context.Context, key string, rev int64, attempt uint64, gen int64) (claims.Claim, error) {
+	c, err := b.Store.Quarantine(ctx, key, rev, attempt, gen)
+	return b.born(c), err
+}
+
+func (b *broken) Get(ctx context.Context, key string) (claims.Claim, bool, error) {
+	c, ok, err := b.Store.Get(ctx, key)
+	return b.born(c), ok, err
+}
+
+// born breaks c's lineage as the variant says.
+func (b *broken) born(c claims.Claim) claims.Claim {
+	switch b.variant {
+	case "BornIsRev":
+		c.Born = c.Rev // each revision its own lineage
+	case "BornZero":
+		c.Born = 0 // one lineage since the beginning of time
+	}
+	return c
+}
+
+func (b *broken) Hold(ctx context.Context, key string, rev int64, replica string) error {
+	if b.variant == "HoldByLineage" {
+		// Hold fenced as HoldLineage: a turn routed from a revision that
+		// moved is not told so.
+		_, err := claims.HoldLineage(ctx, b.Store, key, rev, replica)
+		return err
+	}
+	return b.Store.Hold(ctx, key, rev, replica)
 }
 
 func (b *broken) Touch(ctx context.Context, key string, rev int64) error {
+	if b.variant == "TouchCurrentOnly" {
+		if c, ok, err := b.Store.Get(ctx, key); err == nil && ok && c.Rev != rev {
+			return claims.ErrClaimMoved
+		}
+	}
 	if b.variant == "TouchDoesNothing" {
 		_, _, err := b.Store.Get(ctx, key)
 		return err
@@ -151,6 +201,11 @@ func TestSuiteCatchesBrokenBackends(t *testing.T) {
 		{"", ""},
 		{"CloseIgnoresRev", "FencedWrites"},
 		{"ResolveIgnoresGen", "QuarantineResolve"},
+		{"BornIsRev", "LineageHold"},
+		{"BornZero", "LineageHold"},
+		{"HoldByLineage", "LineageHold"},
+		{"TouchCurrentOnly", "LineageHold"},
+		{"ResolveSettlesStale", "StaleResolveFenced"},
 		{"TouchDoesNothing", "Expiry"},
 		{"UnholdIgnored", "DeferredClose"},
 		{"LastWriterWins", "CreateOrGetRace"},
