@@ -602,3 +602,133 @@ func TestContract_LostSessionHoldsAgain(t *testing.T) {
 	assert.Equal(t, first.Rev(), tu.Rev(), "the claim itself lives on")
 	assert.Equal(t, []string{"r1"}, e.b.Holders("s"))
 }
+
+// The spec's Reconnect (docs/claims.md; linearizability/claimsconf's
+// finding D2): a replica that regains the store holds again, by the
+// revision its requests in flight are on, a claim another replica
+// rewrote meanwhile in the same lineage (quarantined, then resolved), so
+// that the other's final close is deferred, not a delete under those
+// requests; the last request's end then deletes the Closing claim. Two
+// ways the replica can be without its hold: its store session was lost
+// while the store was unreachable (an etcd lease that expired in a long
+// partition), or its first hold found the store unreachable.
+func TestContract_ReconnectHoldsLineageAgain(t *testing.T) {
+	for _, how := range []string{"session lost", "hold failed"} {
+		t.Run(how, func(t *testing.T) {
+			e := newEnv(t, 1, nil, 0)
+			a, _ := e.replica("a")
+			b, _ := e.replica("b")
+			var inflight *Turn
+			if how == "session lost" {
+				serve(t, a, "s", to("w1"), placement.Accepted, false) // a caches (and holds) the claim
+				e.b.SetUnavailable("a", true)
+				e.b.LoseSession("a")
+				var err error
+				inflight, err = a.Start(tctx(t), "s", nil) // served from the cache
+				require.NoError(t, err)
+				require.True(t, inflight.Hit())
+			} else {
+				var err error
+				inflight, err = a.Start(tctx(t), "s", to("w1")) // the claim is read...
+				require.NoError(t, err)
+				e.b.SetUnavailable("a", true)
+				require.NoError(t, inflight.Complete(placement.Accepted)) // ...and the hold fails
+			}
+			defer inflight.Done(false)
+			first := mustClaim(t, e, "s")
+			require.NotContains(t, e.b.Holders("s"), "a")
+
+			// b's request is ambiguous: the claim is quarantined, then
+			// resolved accepted (b caches and holds the new revision).
+			bt, err := b.Start(tctx(t), "s", nil)
+			require.NoError(t, err)
+			var qe *QuarantinedError
+			require.ErrorAs(t, bt.Complete(placement.Ambiguous), &qe)
+			bt.Done(false)
+			require.NoError(t, b.Resolve(tctx(t), "s", qe.Attempt, qe.Gen, true))
+			cur := mustClaim(t, e, "s")
+			require.Equal(t, first.Born, cur.Born, "a rewrite of the same lineage")
+			require.Greater(t, cur.Rev, first.Rev)
+
+			// a's store comes back: after its Reset, a keepalive pass holds
+			// the lineage again by the revision a's request is on.
+			resets := a.Stats().Resets
+			e.b.SetUnavailable("a", false)
+			require.Eventually(t, func() bool { return a.Stats().Resets > resets }, waitFor, tick)
+			a.Tick(tctx(t))
+			require.Contains(t, e.b.Holders("s"), "a", "a did not hold again the claim its request is in flight on")
+			assert.EqualValues(t, 1, a.Stats().Reholds)
+
+			// b's final request: deferred while a's request is in flight.
+			serve(t, b, "s", nil, placement.Accepted, true)
+			cl, ok := e.claimOf("s")
+			require.True(t, ok, "b's close deleted the claim under a's request in flight")
+			assert.Equal(t, claims.Closing, cl.State)
+			assert.EqualValues(t, 1, b.Stats().ClosesDeferred)
+			inflight.Done(false)
+			require.Eventually(t, func() bool { _, ok := e.claimOf("s"); return !ok }, waitFor, tick,
+				"a's last request did not let the Closing claim go")
+		})
+	}
+}
+
+// A re-hold of a lineage that ended lets the request finish unheld: the
+// claim was deleted (and a new one written) while the replica was away;
+// nothing is held, and the new claim is not touched.
+func TestContract_ReholdOfEndedLineage(t *testing.T) {
+	e := newEnv(t, 2, nil, 0)
+	a, _ := e.replica("a")
+	b, _ := e.replica("b")
+	serve(t, a, "s", to("w1"), placement.Accepted, false)
+	e.b.SetUnavailable("a", true)
+	e.b.LoseSession("a")
+	inflight, err := a.Start(tctx(t), "s", nil)
+	require.NoError(t, err)
+	defer inflight.Done(false)
+	e.endClaim("s")
+	moved := serve(t, b, "s", to("w2"), placement.Accepted, false)
+	resets := a.Stats().Resets
+	e.b.SetUnavailable("a", false)
+	require.Eventually(t, func() bool { return a.Stats().Resets > resets }, waitFor, tick)
+	a.Tick(tctx(t))
+	assert.Equal(t, []string{"b"}, e.b.Holders("s"))
+	assert.EqualValues(t, 0, a.Stats().Reholds)
+	assert.EqualValues(t, 1, a.Stats().ReholdsEnded)
+	inflight.Done(false)
+	assert.Equal(t, moved.Rev(), mustClaim(t, e, "s").Rev)
+}
+
+// Resolve of a quarantine whose worker re-registered (the store's
+// FencedError.Stale) says the quarantine is over and drops the local
+// one: the next turn replaces the stale claim.
+func TestContract_ResolveStaleQuarantine(t *testing.T) {
+	e := newEnv(t, 2, nil, 0)
+	r1, _ := e.replica("r1")
+	tu, err := r1.Start(tctx(t), "s", to("w1"))
+	require.NoError(t, err)
+	var qe *QuarantinedError
+	require.ErrorAs(t, tu.Complete(placement.Ambiguous), &qe)
+	tu.Done(false)
+	// w1 restarts; r1 has not heard of it yet.
+	e.b.HoldEvents("r1", true)
+	_, err = e.workers.Register(tctx(t), "w1", "boot-2")
+	require.NoError(t, err)
+	_, err = r1.Start(tctx(t), "s", nil)
+	require.ErrorIs(t, err, ErrQuarantined)
+
+	err = r1.Resolve(tctx(t), "s", qe.Attempt, qe.Gen, true)
+	require.ErrorIs(t, err, ErrQuarantineOver)
+	require.ErrorIs(t, err, claims.ErrFenced)
+	var fe *claims.FencedError
+	require.ErrorAs(t, err, &fe)
+	assert.True(t, fe.Stale)
+	assert.Equal(t, claims.Quarantined, mustClaim(t, e, "s").State, "nothing settles a stale quarantine")
+
+	next := serve(t, r1, "s", to("w2"), placement.Accepted, false)
+	assert.False(t, next.Hit())
+	assert.Equal(t, claims.Target{Worker: "w2"}, next.Target())
+	cl := mustClaim(t, e, "s")
+	assert.Equal(t, claims.Bound, cl.State)
+	assert.Equal(t, cl.Rev, cl.Born, "the stale claim was replaced: a new lineage")
+	e.b.HoldEvents("r1", false)
+}

@@ -47,6 +47,12 @@ type Coordinator struct {
 	retryMu sync.Mutex
 	retries []retryOp
 
+	// reholdQ are the records to hold again by their revision
+	// (claims.HoldLineage) at the next keepalive pass. Guarded by
+	// reholdMu.
+	reholdMu sync.Mutex
+	reholdQ  map[*record]struct{}
+
 	ctx       context.Context
 	cancel    context.CancelFunc
 	wg        sync.WaitGroup
@@ -82,7 +88,7 @@ func New(ctx context.Context, cfg Config) (*Coordinator, error) {
 		return nil, err
 	}
 	c := &Coordinator{cfg: cfg, store: cfg.Store, targets: map[string]map[claims.Target]struct{}{},
-		kickCh: make(chan *record, 64), pokeCh: make(chan struct{}, 1)}
+		kickCh: make(chan *record, 64), pokeCh: make(chan struct{}, 1), reholdQ: map[*record]struct{}{}}
 	c.propose = cfg.Propose
 	if c.propose == nil {
 		c.propose = c.LeastLoaded
@@ -400,7 +406,12 @@ func (c *Coordinator) applyMembers(list []claims.Member, rev int64) {
 // it. Accepted binds the session to the attempt's target on every
 // replica (this one caches the binding); not accepted deletes the claim,
 // and the next turn places the session anew. A quarantine the store never
-// recorded (placed while it was unreachable) is settled locally.
+// recorded (placed while it was unreachable) is settled locally. A
+// quarantine the store finds stale (its worker re-registered or left:
+// claims.FencedError.Stale) is over: nothing settles it, the local
+// quarantine is dropped, and the error wraps ErrQuarantineOver and the
+// store's *claims.FencedError (errors.Is ErrFenced); the session's next
+// turn replaces the claim (CreateOrGet).
 func (c *Coordinator) Resolve(ctx context.Context, key string, attempt uint64, gen int64, accepted bool) error {
 	res := placement.ResolveNotAccepted
 	if accepted {
@@ -473,6 +484,14 @@ func (c *Coordinator) Resolve(ctx context.Context, key string, attempt uint64, g
 	s.writing--
 	rec := s.cur.Load()
 	switch {
+	case err != nil && isStale(err):
+		// The quarantine is over: drop it here (its own core quarantine
+		// with it); the next turn's CreateOrGet replaces the stale claim.
+		if rec != nil && rec.state == recQuarantined && rec.attempt == attempt {
+			c.evictLocked(s, rec)
+		}
+		c.resolveCore(key, attempt)
+		err = fmt.Errorf("replica: resolve of %q attempt %d: %w: %w", key, attempt, ErrQuarantineOver, err)
 	case err != nil:
 		if errors.Is(err, claims.ErrFenced) && !(rec != nil && rec.state == recQuarantined && rec.own && rec.attempt == attempt) {
 			// The store holds no such quarantine and this replica caches
@@ -517,6 +536,13 @@ func (c *Coordinator) Resolve(ctx context.Context, key string, attempt uint64, g
 		c.hold(s, hold)
 	}
 	return nil
+}
+
+// isStale reports whether err is a Resolve fenced because the quarantine
+// is stale (its worker re-registered or left).
+func isStale(err error) bool {
+	var fe *claims.FencedError
+	return errors.As(err, &fe) && fe.Stale
 }
 
 // resolveCore drops the core's quarantine of attempt on key, if it holds

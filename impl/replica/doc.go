@@ -23,7 +23,18 @@
 //     settles it or the worker's generation moves on.
 //   - The store's Delete events evict the cached revision they end, and a
 //     Reset evicts every cached claim (requests in flight finish; the next
-//     turn reads the claim again).
+//     turn reads the claim again). After a Reset (the store came back, or
+//     events were lost) the replica holds again every claim it has
+//     requests in flight on, by the revision they are on
+//     (claims.HoldLineage: any revision of the claim's lineage, which
+//     other replicas may have rewritten meanwhile; the spec's Reconnect),
+//     so that no close elsewhere deletes the claim under them; a lineage
+//     that ended lets them finish unheld. A hold that failed is retried
+//     the same way.
+//   - Coordinator.Resolve of a quarantine whose worker re-registered or
+//     left (the store's claims.FencedError.Stale) drops the local
+//     quarantine and returns ErrQuarantineOver: the next turn replaces
+//     the stale claim.
 //   - A session's final request (Done(true)) closes its claim when this
 //     replica's last local lease on it ends, fenced by the revision the
 //     replica holds: a stale revision deletes nothing, and with another
@@ -41,13 +52,18 @@
 //     turn (Stats.ReconcilesLost).
 //   - A keepalive goroutine touches every claim held with local leases at
 //     least every TouchInterval (IdleTTL/3 by default), and each claim used
-//     since its last pass once more, so a claim expires only IdleTTL after
-//     its last use on any replica; it also gives up the holds of entries
-//     that ended locally and retries the writes that found the store down.
+//     since its last pass once more (one rewritten elsewhere while
+//     requests are in flight here, by the revision they are on: Touch
+//     accepts any revision of the lineage), so a claim expires only
+//     IdleTTL after its last use on any replica; it also gives up the
+//     holds of entries that ended locally, holds again the claims queued
+//     for it (HoldLineage), and retries the writes that found the store
+//     down.
 //
 // Stats reports what a replica did (cached turns, store round trips,
 // claims created and adopted, evictions, unclaimed placements, reconciles
-// won and lost, closes by result, quarantines written and seen).
+// won and lost, closes by result, quarantines written and seen, holds
+// and re-holds).
 //
 // Broken variants for the bug zoo are compiled in with -tags
 // placement_mutants (see mutant_off.go); the TestContract_* tests catch

@@ -38,6 +38,12 @@ var (
 	// ErrTurnState: a Turn method was called in a state that does not
 	// allow it (Complete twice, after Done, ...).
 	ErrTurnState = errors.New("replica: the turn is not in a state for this call")
+	// ErrQuarantineOver: Coordinator.Resolve found the quarantine stale
+	// in the store (its worker re-registered or left), so nothing settles
+	// it: the local quarantine was dropped, and the session's next turn
+	// replaces the claim. The error also wraps the store's
+	// *claims.FencedError (Stale; errors.Is claims.ErrFenced).
+	ErrQuarantineOver = errors.New("replica: the quarantine is over: its worker re-registered or left")
 	// ErrStoreMoved: the claim a placing turn read ended while it was read
 	// again and again (a store whose claim changes faster than it can be
 	// read); the turn gave up.

@@ -82,10 +82,26 @@ func (c *Coordinator) onDelete(key string, rev int64) {
 // next turn reads it again; requests in flight finish), the members are
 // read again, and the sessions placed unclaimed are reconciled. Kept: the
 // unclaimed sessions (the reconcile settles them) and quarantines the
-// store has not recorded yet (their write is retried).
+// store has not recorded yet (their write is retried). Every claim with
+// requests in flight here, evicted or not, is held again by the revision
+// they are on at the next keepalive pass (rehold; the spec's Reconnect:
+// this replica's holds may have vanished with its store session while
+// the store was unreachable, or never been made), and the holds of those
+// with none are given up.
 func (c *Coordinator) onReset() {
 	c.epoch.Add(1)
-	c.st.resets.Add(1)
+	defer c.st.resets.Add(1)
+	c.slots.Range(func(_, v any) bool {
+		s := v.(*slot)
+		s.mu.Lock()
+		for _, rec := range []*record{s.cur.Load(), s.holder} {
+			if rec != nil && !rec.unclaimed && rec.rev != 0 && rec.state == recBound && rec.leases.Load() > 0 && !rec.ended.Load() {
+				c.needRehold(rec)
+			}
+		}
+		s.mu.Unlock()
+		return true
+	})
 	if !mutant("NoEvictOnReset") {
 		c.slots.Range(func(_, v any) bool {
 			s := v.(*slot)

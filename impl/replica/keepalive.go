@@ -58,19 +58,23 @@ func (c *Coordinator) owesStore() bool {
 	if c.reconcile.Load() {
 		return true
 	}
+	c.reholdMu.Lock()
+	reholds := len(c.reholdQ)
+	c.reholdMu.Unlock()
 	c.retryMu.Lock()
 	defer c.retryMu.Unlock()
-	return len(c.retries) > 0
+	return len(c.retries) > 0 || reholds > 0
 }
 
 // Tick runs one keepalive pass now: it retries the store writes that
 // found the store unreachable, reconciles the unclaimed sessions after a
-// Reset, touches every claim this replica holds leases on (and every one
-// used since the last pass), gives up the holds of entries that expired
-// locally or were evicted, and retries failed holds. With the runtime
-// clock a pass runs every TouchInterval/2 by itself; with a manual Clock
-// nothing runs it periodically: a simulation host calls Tick after
-// advancing the clock.
+// Reset, holds again (by the revision their requests are on) the claims
+// it has requests in flight on after a Reset or a failed hold, touches
+// every claim this replica holds leases on (and every one used since the
+// last pass), and gives up the holds of entries that expired locally or
+// were evicted. With the runtime clock a pass runs every TouchInterval/2
+// by itself; with a manual Clock nothing runs it periodically: a
+// simulation host calls Tick after advancing the clock.
 func (c *Coordinator) Tick(ctx context.Context) {
 	c.pass(ctx)
 }
@@ -87,6 +91,7 @@ func (c *Coordinator) pass(ctx context.Context) {
 		if c.reconcile.Swap(false) {
 			c.reconcileAll(ctx)
 		}
+		c.runReholds(ctx)
 	}
 	now := int64(c.core.Now())
 	half := int64(c.cfg.TouchInterval / 2)
@@ -95,8 +100,10 @@ func (c *Coordinator) pass(ctx context.Context) {
 		rec    *record
 		rev    int64
 		touch  bool
-		hold   bool
 		unhold *record
+		// old: an evicted record this replica holds with requests in
+		// flight, touched by its revision (a revision of the lineage).
+		old *record
 	}
 	var jobs []job
 	c.slots.Range(func(k, v any) bool {
@@ -119,9 +126,6 @@ func (c *Coordinator) pass(ctx context.Context) {
 				rec.used.Store(false)
 				j.touch, j.rec, j.rev = true, rec, rec.rev
 			}
-			if rec.needHold.Load() {
-				j.hold, j.rec = true, rec
-			}
 			if !leased && !dirty && rec.leases.Load() == 0 && !c.coreHolds(s.key, rec) {
 				c.evictLocked(s, rec) // expired locally: give the claim up
 			}
@@ -135,13 +139,15 @@ func (c *Coordinator) pass(ctx context.Context) {
 		}
 		if h := s.holder; h != nil && h != s.cur.Load() && h.leases.Load() == 0 {
 			j.unhold = h
+		} else if h != nil && h != s.cur.Load() && !h.unclaimed && h.rev != 0 && now-h.lastTouch.Load() >= half {
+			j.old = h
 		}
 		if s.cur.Load() == nil && s.holder == nil && s.users == 0 && s.writing == 0 {
 			s.dead = true
 			c.slots.CompareAndDelete(k, s)
 		}
 		s.mu.Unlock()
-		if j.touch || j.hold || j.unhold != nil {
+		if j.touch || j.old != nil || j.unhold != nil {
 			jobs = append(jobs, j)
 		}
 		return true
@@ -153,11 +159,11 @@ func (c *Coordinator) pass(ctx context.Context) {
 		if j.unhold != nil {
 			c.unhold(j.s, j.unhold)
 		}
-		if j.hold {
-			c.hold(j.s, j.rec)
-		}
 		if j.touch {
 			c.touch(ctx, j.rec, j.rev)
+		}
+		if j.old != nil {
+			c.touch(ctx, j.old, j.old.rev)
 		}
 	}
 }
@@ -185,7 +191,10 @@ func (c *Coordinator) touchOne(ctx context.Context, rec *record) {
 	c.touch(ctx, rec, rev)
 }
 
-// touch restarts the idle expiry of rec's claim at rev.
+// touch restarts the idle expiry of rec's claim by rev (any revision of
+// the claim's lineage: a record evicted by a rewrite elsewhere keeps the
+// claim alive by the revision its requests are on); ErrClaimMoved means
+// the lineage ended: a current record is evicted.
 func (c *Coordinator) touch(parent context.Context, rec *record, rev int64) {
 	s := rec.s
 	now := int64(c.core.Now())

@@ -25,6 +25,8 @@ type counters struct {
 	quarantinesWritten, quarantinesSeen, quarantineRefusals, resolves counter
 
 	refusals, holds, unholds, touches counter
+
+	reholds, reholdsEnded counter
 }
 
 // Stats is a snapshot of a Coordinator's counters (cumulative: they never
@@ -94,6 +96,12 @@ type Stats struct {
 	// keepalive protocol: this replica said it holds a claim, gave a hold
 	// up, and restarted a claim's idle expiry.
 	Holds, Unholds, Touches uint64
+	// Reholds counts the claims this replica held again by the revision
+	// its requests in flight are on (claims.HoldLineage), after a Reset
+	// or a hold that found the store unreachable (the spec's Reconnect);
+	// ReholdsEnded those whose lineage had ended meanwhile (the requests
+	// finish unheld).
+	Reholds, ReholdsEnded uint64
 	// Cached is a gauge: the sessions with a current record in the local
 	// table (bound, placing, or a quarantined or closing claim cached);
 	// Unclaimed the bound ones not reconciled yet.
@@ -136,6 +144,8 @@ func (c *Coordinator) Stats() Stats {
 		Holds:               s.holds.Load(),
 		Unholds:             s.unholds.Load(),
 		Touches:             s.touches.Load(),
+		Reholds:             s.reholds.Load(),
+		ReholdsEnded:        s.reholdsEnded.Load(),
 	}
 	c.slots.Range(func(_, v any) bool {
 		sl := v.(*slot)

@@ -17,6 +17,10 @@ package replica
 //     another replica's close deletes it under this one's leases.
 //   - ExpiresInUse: no keepalive Touch while leases are held (a claim in
 //     use expires).
+//   - NoRehold: a replica that regains the store (a Reset), or whose hold
+//     failed, does not hold again the claims it has requests in flight on
+//     (claims.HoldLineage): another replica's close deletes the claim
+//     under them (linearizability/claimsconf's finding D2).
 //
 // mutant_test.go checks that each of them fails a contract test.
 func mutant(string) bool { return false }

@@ -20,6 +20,7 @@ var variants = []struct{ name, catcher string }{
 	{"CloseWhileHeld", "TestContract_CloseWaitsForLocalLeases"},
 	{"SkipsHold", "TestContract_CloseDeferredWhileAnotherHolds"},
 	{"ExpiresInUse", "TestContract_NoExpiryInUse"},
+	{"NoRehold", "TestContract_ReconnectHoldsLineageAgain"},
 }
 
 // TestVariantsCaught re-runs this test binary under each variant with its

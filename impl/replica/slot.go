@@ -74,7 +74,9 @@ type record struct {
 	closing atomic.Bool
 	// ended: the record's last lease ended and its close or unhold ran.
 	ended atomic.Bool
-	// needHold: a Hold failed and the keepalive pass retries it.
+	// needHold: the record is queued to be held again by its revision
+	// (Coordinator.rehold): its hold failed, or a Reset came while it had
+	// requests in flight.
 	needHold atomic.Bool
 
 	// Guarded by s.mu.

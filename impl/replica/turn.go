@@ -492,6 +492,12 @@ func (c *Coordinator) bound(t *Turn) {
 		return
 	}
 	if evicted {
+		// Its request is in flight all the same: hold the claim's
+		// lineage by the revision it was dispatched under (a Reset or a
+		// rewrite elsewhere evicted it; HoldLineage tells a lineage that
+		// ended).
+		c.needRehold(rec)
+		c.poke()
 		return
 	}
 	c.hold(s, rec)
@@ -641,7 +647,11 @@ func (c *Coordinator) lastLeaseEnded(rec *record) {
 	}
 }
 
-// hold tells the store that this replica holds rec's claim.
+// hold tells the store that this replica holds rec's claim: the first
+// hold of a record, fenced by its current revision (Store.Hold: a claim
+// that moved is evicted). A record evicted before it was held, and a hold
+// that failed, are held again by their revision at the next keepalive
+// pass (rehold) while they have requests in flight.
 func (c *Coordinator) hold(s *slot, rec *record) {
 	s.op.Lock()
 	defer s.op.Unlock()
@@ -649,8 +659,14 @@ func (c *Coordinator) hold(s *slot, rec *record) {
 	rev := rec.rev
 	ok := !rec.evicted.Load() && s.cur.Load() == rec
 	s.mu.Unlock()
-	if !ok || mutant("SkipsHold") {
-		rec.needHold.Store(false)
+	if mutant("SkipsHold") {
+		return
+	}
+	if !ok {
+		if rec.leases.Load() > 0 {
+			c.needRehold(rec)
+			c.poke()
+		}
 		return
 	}
 	ctx, cancel := c.opCtx(c.ctx)
@@ -676,8 +692,95 @@ func (c *Coordinator) hold(s *slot, rec *record) {
 		}
 		s.mu.Unlock()
 	default:
-		rec.needHold.Store(true) // the keepalive pass retries it
+		c.needRehold(rec) // the keepalive pass holds it again (HoldLineage)
 	}
+}
+
+// needRehold queues rec to be held again at the next keepalive pass, by
+// the revision its requests in flight are on (rehold).
+func (c *Coordinator) needRehold(rec *record) {
+	rec.needHold.Store(true)
+	c.reholdMu.Lock()
+	c.reholdQ[rec] = struct{}{}
+	c.reholdMu.Unlock()
+}
+
+// runReholds holds again the queued records (rehold); those that find the
+// store unreachable stay queued.
+func (c *Coordinator) runReholds(ctx context.Context) {
+	c.reholdMu.Lock()
+	q := c.reholdQ
+	c.reholdQ = map[*record]struct{}{}
+	c.reholdMu.Unlock()
+	var keep []*record
+	for rec := range q {
+		if ctx.Err() != nil {
+			keep = append(keep, rec)
+			continue
+		}
+		if err := c.rehold(ctx, rec); errors.Is(err, claims.ErrUnavailable) || errors.Is(err, context.DeadlineExceeded) {
+			keep = append(keep, rec)
+		}
+	}
+	if len(keep) > 0 {
+		c.reholdMu.Lock()
+		for _, rec := range keep {
+			c.reholdQ[rec] = struct{}{}
+		}
+		c.reholdMu.Unlock()
+	}
+}
+
+// rehold holds rec's claim again by rec's revision (claims.HoldLineage:
+// any revision of the current lineage; the spec's Reconnect), while rec
+// has requests in flight (or is the key's current binding): after a
+// Reset (the store came back, or events were lost: the replica's holds
+// may have vanished with its store session, or were never made), or a
+// hold that failed. nil: this replica holds the claim again;
+// ErrClaimMoved: the lineage ended, and the requests finish unheld (a
+// current record is evicted); ErrUnavailable: the next pass tries again.
+func (c *Coordinator) rehold(parent context.Context, rec *record) error {
+	s := rec.s
+	s.op.Lock()
+	defer s.op.Unlock()
+	s.mu.Lock()
+	rev, unclaimed := rec.rev, rec.unclaimed
+	current := s.cur.Load() == rec && !rec.evicted.Load() && rec.state == recBound
+	live := !rec.ended.Load() && (rec.leases.Load() > 0 || current)
+	s.mu.Unlock()
+	if !live || unclaimed || rev == 0 || mutant("SkipsHold") || mutant("NoRehold") {
+		rec.needHold.Store(false)
+		return nil
+	}
+	ctx, cancel := c.opCtx(parent)
+	_, err := claims.HoldLineage(ctx, c.store, s.key, rev, c.cfg.Name)
+	cancel()
+	c.note(err)
+	switch {
+	case err == nil:
+		rec.needHold.Store(false)
+		c.st.reholds.Add(1)
+		s.mu.Lock()
+		// The store's hold is the key's: rec makes it unless a current
+		// binding that holds already does.
+		if h := s.holder; h == nil || h == rec || h != s.cur.Load() || h.evicted.Load() {
+			s.holder = rec
+		}
+		if rec.evicted.Load() && rec.leases.Load() == 0 {
+			c.poke() // its requests ended as it was held: give the hold up
+		}
+		s.mu.Unlock()
+	case errors.Is(err, claims.ErrClaimMoved):
+		rec.needHold.Store(false)
+		c.st.reholdsEnded.Add(1)
+		s.mu.Lock()
+		if s.cur.Load() == rec {
+			c.evictLocked(s, rec)
+			c.st.movedEvictions.Add(1)
+		}
+		s.mu.Unlock()
+	}
+	return err
 }
 
 // unhold gives up this replica's hold on s's key if rec made it.
