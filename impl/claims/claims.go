@@ -96,10 +96,16 @@ func (c Claim) InLineage(rev int64) bool { return c.Born <= rev && rev <= c.Rev 
 type Member struct {
 	// Worker is the worker's name.
 	Worker string
-	// Identity is what the worker registered with (an instance id): a
-	// registration with another identity is a restart.
+	// Identity is what the worker registered with (an instance id, new
+	// for each start of the worker): a registration with another
+	// identity is a restart (a new generation); one with the same
+	// identity is the same registration (Store.Register changes
+	// nothing), so a flap of the same instance fences nothing.
 	Identity string
 	// Gen is the worker's generation: the revision of its registration.
+	// It moves only when the worker registers with another identity or
+	// registers again after its registration ended (Deregister, or the
+	// end of the store session that made it).
 	Gen int64
 }
 
@@ -114,8 +120,8 @@ const (
 	// cancelled watch, a watch overflow, a slow consumer); drop every
 	// cached claim not read again since.
 	Reset
-	// MembersChanged: a worker registered, re-registered or left; read
-	// Members again.
+	// MembersChanged: a worker registered, re-registered with another
+	// identity, or left; read Members again.
 	MembersChanged
 )
 
@@ -228,10 +234,28 @@ type Store interface {
 	// it alive: a replica holding leases touches it at least every
 	// IdleTTL/3.
 	Touch(ctx context.Context, key string, rev int64) error
-	// Register registers worker with identity; its generation is the
-	// registration's revision (a new registration, a new generation).
-	// The registration lasts while the store session that made it does,
-	// or until Deregister.
+	// Register registers worker with identity and returns its
+	// registration.
+	//
+	// When worker's current registration has the same identity, Register
+	// is idempotent: it returns that registration (the same generation)
+	// and writes nothing — no new revision, no MembersChanged, no claim
+	// made stale — even when another replica's session made it. The
+	// check and the write are one atomic step, so concurrent registrations
+	// with one identity agree on one generation. Otherwise (no
+	// registration, or another identity: a restart) it writes a new
+	// registration whose generation is its revision, and every claim
+	// under the old generation is stale.
+	//
+	// A registration lasts while the store session that wrote it does
+	// (until that replica's Shutdown or crash), or until Deregister; an
+	// idempotent Register does not move it to the caller's session. So
+	// the registrar of a worker should be a process whose life matches
+	// the worker's (its own agent, or one designated replica), not every
+	// replica that sees it: a registration written by replica A vanishes
+	// when A stops, and the worker is then unknown until someone
+	// registers it again (a new generation). See docs/claims.md, "Who
+	// registers".
 	Register(ctx context.Context, worker, identity string) (Member, error)
 	// Deregister removes worker's registration.
 	Deregister(ctx context.Context, worker string) error

@@ -99,3 +99,31 @@ func ExampleFencedError_stale() {
 	// Output:
 	// true true true
 }
+
+// Registering a worker again with the identity it is registered with
+// changes nothing (a flap of the same instance fences no claim); another
+// identity is a restart, a new generation. The registration stays with
+// the session that made it.
+func ExampleMember_identity() {
+	ctx := context.Background()
+	b := memstore.NewBackend(memstore.Config{IdleTTL: time.Minute, Clock: placement.NewManualClock(0)})
+	defer b.Close()
+	agent, other := b.Open("worker-1-agent"), b.Open("replica-b")
+	defer agent.Shutdown()
+	defer other.Shutdown()
+
+	first, _ := agent.Register(ctx, "worker-1", "boot-1")
+	again, _ := other.Register(ctx, "worker-1", "boot-1")
+	fmt.Println(first.Gen == again.Gen)
+
+	_ = other.Shutdown() // the registration is the agent's: it stays
+	ms, _, _ := agent.Members(ctx)
+	fmt.Println(len(ms), ms[0].Gen == first.Gen)
+
+	restarted, _ := agent.Register(ctx, "worker-1", "boot-2")
+	fmt.Println(restarted.Gen > first.Gen)
+	// Output:
+	// true
+	// 1 true
+	// true
+}

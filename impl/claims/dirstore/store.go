@@ -808,13 +808,23 @@ func (s *Store) Touch(ctx context.Context, key string, rev int64) error {
 	})
 }
 
-// Register implements claims.Store.
+// Register implements claims.Store: a registration with the identity of
+// worker's current (live) one returns it and writes nothing; it stays
+// with the session that made it.
 func (s *Store) Register(ctx context.Context, worker, identity string) (claims.Member, error) {
 	if err := claims.CheckRegister(worker); err != nil {
 		return claims.Member{}, err
 	}
 	var out claims.Member
 	err := s.run(ctx, "register", func(t *tx) error {
+		cur, err := t.member(worker)
+		if err != nil {
+			return t.fail(err)
+		}
+		if cur != nil && cur.Identity == identity {
+			out = claims.Member{Worker: cur.Worker, Identity: cur.Identity, Gen: cur.Gen}
+			return nil
+		}
 		rev, err := t.nextRev()
 		if err != nil {
 			return t.fail(err)

@@ -197,6 +197,41 @@ func TestKeyLayout(t *testing.T) {
 	require.Equal(t, int64(60), ttl.GrantedTTL, "the claim lease's TTL is IdleTTL")
 }
 
+// A registration with the current identity is a transaction that takes
+// its Then branch: the key keeps its mod revision (the generation), its
+// version and the lease of the session that wrote it; the cluster's
+// revision does not move. Another identity is a Put on the caller's lease.
+func TestReRegisterSameIdentityWritesNothing(t *testing.T) {
+	ctx := testContext(t, 20*time.Second)
+	o := newOpener(t, shared, time.Minute)
+	a, b := o.open("a"), o.open("b")
+	m, err := a.Register(ctx, "w", "boot-1")
+	require.NoError(t, err)
+	key := o.opts.Prefix + "workers/w"
+	before, err := shared.Client().Get(ctx, key)
+	require.NoError(t, err)
+	require.Len(t, before.Kvs, 1)
+
+	again, err := b.Register(ctx, "w", "boot-1")
+	require.NoError(t, err)
+	require.Equal(t, m, again)
+	after, err := shared.Client().Get(ctx, key)
+	require.NoError(t, err)
+	require.Len(t, after.Kvs, 1)
+	require.Equal(t, before.Header.Revision, after.Header.Revision, "nothing was written")
+	require.Equal(t, before.Kvs[0], after.Kvs[0])
+	require.Equal(t, int64(a.SessionLease()), after.Kvs[0].Lease, "the registration stays on a's session lease")
+
+	restarted, err := b.Register(ctx, "w", "boot-2")
+	require.NoError(t, err)
+	require.Greater(t, restarted.Gen, m.Gen)
+	now, err := shared.Client().Get(ctx, key)
+	require.NoError(t, err)
+	require.Len(t, now.Kvs, 1)
+	require.Equal(t, restarted.Gen, now.Kvs[0].ModRevision)
+	require.Equal(t, int64(b.SessionLease()), now.Kvs[0].Lease, "a restart is a Put on the caller's lease")
+}
+
 // Idle expiry is etcd's lease expiry: an untouched claim goes about
 // IdleTTL after its write, a touched one stays, and Hold alone does not
 // keep a claim alive.

@@ -455,8 +455,12 @@ func (s *Store) Touch(ctx context.Context, key string, rev int64) error {
 	return nil
 }
 
-// Register implements claims.Store: a Put of workers/<worker> on the
-// session lease; the generation is the Put's revision.
+// Register implements claims.Store: one transaction, If(the value of
+// workers/<worker> is identity's) Then(Get) Else(Put on the session
+// lease). A registration with the identity of the current one writes
+// nothing: its key keeps its mod revision (the generation) and its lease
+// (the session of whoever registered it first). Otherwise the generation
+// is the Put's revision.
 func (s *Store) Register(ctx context.Context, worker, identity string) (claims.Member, error) {
 	const op = "register"
 	if err := claims.CheckRegister(worker); err != nil {
@@ -472,13 +476,25 @@ func (s *Store) Register(ctx context.Context, worker, identity string) (claims.M
 		if err != nil {
 			return claims.Member{}, s.fail(octx, op, err)
 		}
-		r, err := s.cli.Put(octx, s.workerKey(worker), encodeWorker(identity), clientv3.WithLease(sess.Lease()))
+		key, val := s.workerKey(worker), encodeWorker(identity)
+		r, err := s.cli.Txn(octx).
+			If(clientv3.Compare(clientv3.Value(key), "=", val)).
+			Then(clientv3.OpGet(key)).
+			Else(clientv3.OpPut(key, val, clientv3.WithLease(sess.Lease()))).
+			Commit()
 		if errors.Is(err, rpctypes.ErrLeaseNotFound) && try == 0 {
 			sess.Orphan()
 			continue
 		}
 		if err != nil {
 			return claims.Member{}, s.fail(octx, op, err)
+		}
+		if r.Succeeded {
+			// The same identity's registration: unchanged.
+			if kvs := r.Responses[0].GetResponseRange().GetKvs(); len(kvs) == 1 {
+				return decodeWorker(worker, kvs[0])
+			}
+			return claims.Member{}, fmt.Errorf("%w: register %q: the compared registration was not read", ErrCorrupt, worker)
 		}
 		return claims.Member{Worker: worker, Identity: identity, Gen: r.Header.Revision}, nil
 	}

@@ -289,7 +289,9 @@ func (h *handle) Touch(ctx context.Context, key string, rev int64) error {
 	return nil
 }
 
-// Register implements claims.Store.
+// Register implements claims.Store: a registration with the identity of
+// worker's current one returns it and changes nothing (it stays with the
+// handle that made it).
 func (h *handle) Register(ctx context.Context, worker, identity string) (claims.Member, error) {
 	if err := claims.CheckRegister(worker); err != nil {
 		return claims.Member{}, err
@@ -299,6 +301,9 @@ func (h *handle) Register(ctx context.Context, worker, identity string) (claims.
 	}
 	defer h.b.mu.Unlock()
 	b := h.b
+	if reg, ok := b.members[worker]; ok && reg.m.Identity == identity {
+		return reg.m, nil
+	}
 	b.rev++
 	m := claims.Member{Worker: worker, Identity: identity, Gen: b.rev}
 	b.members[worker] = &registration{m: m, owner: h}

@@ -2,6 +2,7 @@ package memstore_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -119,8 +120,8 @@ func TestHoldEventsOverflowBecomesReset(t *testing.T) {
 	// Held past the buffer (8): the queue becomes one Reset, never a
 	// silent drop.
 	b.HoldEvents("a", true)
-	for range 20 {
-		_, err := a.Register(bg, "w", "1")
+	for i := range 20 {
+		_, err := a.Register(bg, "w", fmt.Sprintf("restart-%d", i)) // each a new registration
 		require.NoError(t, err)
 	}
 	b.HoldEvents("a", false)

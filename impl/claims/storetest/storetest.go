@@ -28,8 +28,15 @@
 //     nothing (not even that hold).
 //   - Quarantine's gen must be the claim's generation (ErrClaimMoved
 //     otherwise): the attempt was dispatched under that claim.
-//   - Every Register is a new registration (a new generation), whatever
-//     its identity; Deregister of a worker not registered is not an error.
+//   - Register with the identity of the worker's current registration
+//     is idempotent: the same generation, no write (the revision Members
+//     reads at stays), no claim made stale, and the registration stays
+//     with the session that made it (it vanishes with that session, not
+//     the caller's). Concurrent registrations with one identity return
+//     one generation. Any other Register is a new registration (a new
+//     generation): another identity (a restart), or after the
+//     registration ended. Deregister of a worker not registered is not
+//     an error.
 //   - ReplicaID never returns a number twice, to any handle, including a
 //     restarted replica of the same name.
 //   - Expiry is driven by writes and Touch only: a claim expires IdleTTL
@@ -136,6 +143,7 @@ func Run(t *testing.T, h Harness) {
 		{"EventsAcrossHandles", (*env).eventsAcrossHandles},
 		{"EventsEndWithContext", (*env).eventsEndWithContext},
 		{"Members", (*env).members},
+		{"RegisterRace", (*env).registerRace},
 		{"ReplicaID", (*env).replicaID},
 		{"InvalidArguments", (*env).invalidArguments},
 		{"CancelledContext", (*env).cancelledContext},
@@ -1184,26 +1192,89 @@ func (e *env) members() {
 	require.ElementsMatch(e.t, []claims.Member{w1, w2}, ms)
 	require.GreaterOrEqual(e.t, rev, w2.Gen)
 
-	// Re-registration moves the generation, with the same identity too.
-	w1b := e.register(b, "w1", "i1")
-	require.Greater(e.t, w1b.Gen, w2.Gen)
-	w1c := e.register(a, "w1", "i1-restarted")
-	require.Greater(e.t, w1c.Gen, w1b.Gen)
+	// Registering again with the same identity, from either session, is
+	// the same registration: same generation, nothing written, and a
+	// claim under it stays current.
+	cl := e.create(a, "s", "w1")
+	st := e.events(b)
+	for _, s := range []claims.Store{a, b, a} {
+		again := e.register(s, "w1", "i1")
+		require.Equal(e.t, w1, again, "a registration with the same identity is the same registration")
+	}
+	ms, revSame, err := a.Members(e.ctx)
+	require.NoError(e.t, err)
+	require.ElementsMatch(e.t, []claims.Member{w1, w2}, ms)
+	require.Greater(e.t, revSame, rev)
+	p := propose("w2")
+	got, created, err := b.CreateOrGet(e.ctx, "s", p.f)
+	require.NoError(e.t, err)
+	require.False(e.t, created, "the claim under w1's unchanged generation is not stale")
+	require.Equal(e.t, cl, got)
+	require.Zero(e.t, p.n())
+
+	// Another identity is a restart: a new generation, the claim stale.
+	w1c := e.register(b, "w1", "i1-restarted")
+	require.Greater(e.t, w1c.Gen, w1.Gen)
+	// The same identity's registrations wrote nothing: the first
+	// MembersChanged since they began is the restart's.
+	require.Equal(e.t, claims.Event{Kind: claims.MembersChanged, Key: "w1", Rev: w1c.Gen}, st.nextMembers(),
+		"a registration with the same identity wrote a new revision")
 	ms, rev2, err := a.Members(e.ctx)
 	require.NoError(e.t, err)
 	require.ElementsMatch(e.t, []claims.Member{w1c, w2}, ms)
-	require.Greater(e.t, rev2, rev)
+	require.Greater(e.t, rev2, revSame)
+	require.Equal(e.t, w1c, e.register(a, "w1", "i1-restarted"))
 
 	require.NoError(e.t, b.Deregister(e.ctx, "w1"))
 	ms, _, err = a.Members(e.ctx)
 	require.NoError(e.t, err)
 	require.ElementsMatch(e.t, []claims.Member{w2}, ms)
 
-	// A registration lasts while its session does.
+	// A registration lasts while the session that made it does; an
+	// idempotent Register from another session does not take it over.
+	w3 := e.register(a, "w3", "i3")
+	require.Equal(e.t, w3, e.register(b, "w3", "i3"))
 	require.NoError(e.t, b.Shutdown())
 	ms, _, err = a.Members(e.ctx)
 	require.NoError(e.t, err)
-	require.Empty(e.t, ms, "w2's registration vanished with b's session")
+	require.ElementsMatch(e.t, []claims.Member{w3}, ms,
+		"w2's registration vanished with b's session, w3's (made by a) did not")
+	c := e.store("c")
+	require.Equal(e.t, w3, e.register(c, "w3", "i3"))
+	require.NoError(e.t, a.Shutdown())
+	ms, _, err = c.Members(e.ctx)
+	require.NoError(e.t, err)
+	require.Empty(e.t, ms, "w3's registration vanished with a's session, the one that made it")
+	// Registered again after it ended: a new registration.
+	w3b := e.register(c, "w3", "i3")
+	require.Greater(e.t, w3b.Gen, w3.Gen)
+}
+
+// registerRace: concurrent registrations of one worker with one identity,
+// from several sessions, return one generation.
+func (e *env) registerRace() {
+	stores := []claims.Store{e.store("a"), e.store("b"), e.store("c")}
+	const n = 12
+	gens := make([]int64, n)
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var m claims.Member
+			m, errs[i] = stores[i%len(stores)].Register(e.ctx, "w", "i1")
+			gens[i] = m.Gen
+		}()
+	}
+	wg.Wait()
+	for i := range n {
+		require.NoError(e.t, errs[i], "Register %d", i)
+		require.Equal(e.t, gens[0], gens[i], "concurrent registrations with one identity: generations %v", gens)
+	}
+	ms, _, err := stores[0].Members(e.ctx)
+	require.NoError(e.t, err)
+	require.Equal(e.t, []claims.Member{{Worker: "w", Identity: "i1", Gen: gens[0]}}, ms)
 }
 
 func (e *env) replicaID() {

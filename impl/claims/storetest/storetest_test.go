@@ -153,6 +153,35 @@ func (b *broken) Events(ctx context.Context) (<-chan claims.Event, error) {
 	return out, nil
 }
 
+func (b *broken) Register(ctx context.Context, worker, identity string) (claims.Member, error) {
+	if b.variant == "RegisterAlwaysReputs" {
+		// Writes every registration anew, as a plain Put: the same
+		// identity gets a new generation (fencing every claim on the
+		// worker) and moves to the caller's session.
+		if err := b.Store.Deregister(ctx, worker); err != nil {
+			return claims.Member{}, err
+		}
+	}
+	if b.variant == "RegisterCheckThenPut" {
+		// Idempotent, but the check and the write are two steps: racers
+		// that all saw no registration each write one.
+		ms, _, err := b.Store.Members(ctx)
+		if err != nil {
+			return claims.Member{}, err
+		}
+		for _, m := range ms {
+			if m.Worker == worker && m.Identity == identity {
+				return m, nil
+			}
+		}
+		time.Sleep(5 * time.Millisecond) // widens the window between the two
+		if err := b.Store.Deregister(ctx, worker); err != nil {
+			return claims.Member{}, err
+		}
+	}
+	return b.Store.Register(ctx, worker, identity)
+}
+
 func (b *broken) ReplicaID(ctx context.Context, replica string) (uint64, error) {
 	if b.variant == "ReplicaIDPerName" {
 		return uint64(len(replica)), nil
@@ -211,6 +240,8 @@ func TestSuiteCatchesBrokenBackends(t *testing.T) {
 		{"LastWriterWins", "CreateOrGetRace"},
 		{"NoFirstReset", "Events"},
 		{"ReplicaIDPerName", "ReplicaID"},
+		{"RegisterAlwaysReputs", "Members"},
+		{"RegisterCheckThenPut", "RegisterRace"},
 	} {
 		t.Run("variant="+tc.variant, func(t *testing.T) {
 			t.Parallel()
