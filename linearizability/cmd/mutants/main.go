@@ -1,7 +1,7 @@
 // Command mutants runs the bug zoo: every deliberately broken variant of
-// impl/placement, impl/affinity and impl/policyqueue (compiled in only with -tags
-// placement_mutants) against the checkers of its package, in order, and
-// prints which checker caught it and how fast.
+// impl/placement, impl/affinity, impl/policyqueue and impl/replica
+// (compiled in only with -tags placement_mutants) against the checkers of
+// its package, in order, and prints which checker caught it and how fast.
 // It fails unless every variant is caught, and also checks that the
 // checkers pass on the unbroken build. Each checker runs first as plain
 // `go test` runs it, and is killed (and the run fails) if it has not ended
@@ -83,6 +83,18 @@ var queueVariants = []struct{ name, doc string }{
 	{"CloseStrandsWaiters", "Close ends the waiting items without waking their Waits"},
 }
 
+// replicaVariants are the broken variants of impl/replica (the replicated
+// coordinator), as its mutant("…") hooks name them; checkVariants compares
+// them with the hooks.
+var replicaVariants = []struct{ name, doc string }{
+	{"UnfencedClose", "a terminal close uses the store's current revision, not the one the replica holds (it can delete a newer claim)"},
+	{"NoEvictOnReset", "a Reset leaves the cached claims: a claim that ended while events were lost keeps routing"},
+	{"CloseWhileHeld", "a final request closes the claim while other local leases on it remain"},
+	{"SkipsHold", "the replica never tells the store it holds a claim: another replica's close deletes it under this one's leases"},
+	{"NoRehold", "after a Reset (or a failed hold) the replica does not hold again the claims it has requests in flight on"},
+	{"ExpiresInUse", "no Touch while leases are held: a claim in use expires"},
+}
+
 // The checkers, in the order they are tried: test is an anchored -test.run
 // pattern. The contract tests (impl/placement's TestContract_*) check the
 // rules no model step can see: what a request's Done gives back, attempt
@@ -109,6 +121,15 @@ var affinityCheckers = []struct{ name, pkg, test string }{
 var queueCheckers = []struct{ name, pkg, test string }{
 	{"queue porcupine", "linearizability/queuelin", "TestLinearizable"},
 	{"queue contract tests", "impl/policyqueue", "TestContract_.*"},
+}
+
+// replicaCheckers are tried on impl/replica's variants: the cross-replica
+// check (replica Coordinators over a shared memstore under faults: the
+// store history checked with Porcupine, each replica's routes against the
+// events it processed), then impl/replica's contract tests.
+var replicaCheckers = []struct{ name, pkg, test string }{
+	{"claims routing check", "linearizability/claimslin", "TestRoutingMem"},
+	{"replica contract tests", "impl/replica", "TestContract_.*"},
 }
 
 // usesRapid reports whether pkg's test binary defines rapid's flags.
@@ -140,7 +161,7 @@ func run() int {
 	}
 	defer os.RemoveAll(dir)
 	bins := map[string]string{}
-	for _, c := range append(append(append([]struct{ name, pkg, test string }{}, checkers...), affinityCheckers...), queueCheckers...) {
+	for _, c := range append(append(append(append([]struct{ name, pkg, test string }{}, checkers...), affinityCheckers...), queueCheckers...), replicaCheckers...) {
 		pkg := c.pkg
 		if bins[pkg] != "" {
 			continue
@@ -161,7 +182,7 @@ func run() int {
 	}
 	failed := 0
 	// The checkers must pass on the unbroken build (same binary, no variant).
-	for _, c := range append(append(append([]struct{ name, pkg, test string }{}, checkers...), affinityCheckers...), queueCheckers...) {
+	for _, c := range append(append(append(append([]struct{ name, pkg, test string }{}, checkers...), affinityCheckers...), queueCheckers...), replicaCheckers...) {
 		if ok, _, detail := runChecker(bins[c.pkg], c.pkg, reports, "", c.test, 1); !ok {
 			fmt.Printf("mutants: %s fails without any variant: %s\n", c.name, detail)
 			failed++
@@ -173,7 +194,7 @@ func run() int {
 		variants []struct{ name, doc string }
 		checkers []struct{ name, pkg, test string }
 	}{{"impl/placement", variants, checkers}, {"impl/affinity", affinityVariants, affinityCheckers},
-		{"impl/policyqueue", queueVariants, queueCheckers}} {
+		{"impl/policyqueue", queueVariants, queueCheckers}, {"impl/replica", replicaVariants, replicaCheckers}} {
 		fmt.Printf("\n%-27s %-26s %8s  %s\n", "VARIANT ("+zoo.what+")", "CAUGHT BY", "TIME", "FIRST DIVERGENCE")
 		for _, v := range zoo.variants {
 			by, took, detail := "NOBODY", time.Duration(0), ""
@@ -203,7 +224,7 @@ func run() int {
 			fmt.Printf("%-27s %-26s %7.1fs  %s\n", v.name, by, took.Seconds(), detail)
 		}
 	}
-	total := len(variants) + len(affinityVariants) + len(queueVariants)
+	total := len(variants) + len(affinityVariants) + len(queueVariants) + len(replicaVariants)
 	fmt.Printf("caught %d/%d\n", caught, total)
 	if hung > 0 {
 		fmt.Printf("mutants: %d checker runs did not end within %v\n", hung, *bound)
@@ -217,7 +238,7 @@ func run() int {
 // hangDetail is runChecker's detail for a run killed at the bound.
 var hangDetail = "HUNG: killed at the bound"
 
-var divergence = regexp.MustCompile(`returned [^\n]*? the model says (?:\S*\([^)\n]*\)|[^\n\s]*)|reads \{[^}]*\}[^\n]*?model says \{[^}]*\}|is Illegal[^;]*|lost wake-up|did not return within[^\n]*|Stats breaks[^\n]*|has IdleDeadline [^\n]*|observer: \w+`)
+var divergence = regexp.MustCompile(`returned [^\n]*? the model says (?:\S*\([^)\n]*\)|[^\n\s]*)|reads \{[^}]*\}[^\n]*?model says \{[^}]*\}|is Illegal[^;]*|lost wake-up|did not return within[^\n]*|Stats breaks[^\n]*|has IdleDeadline [^\n]*|observer: \w+|guarantee \d broken: [^\n]*`)
 
 // testLine is a failing test's message, the detail when no divergence of
 // the model's kinds is named.
@@ -241,7 +262,7 @@ func runChecker(bin, dir, reports, variant, test string, round int) (ok bool, to
 	}
 	if round > 1 {
 		env = append(env, "LINEARIZABILITY_SEEDS=128", fmt.Sprintf("LINEARIZABILITY_SEED=%d", 1+1000*(round-1)),
-			"AFFINITYLIN_SEEDS=40", "QUEUELIN_SEEDS=40")
+			"AFFINITYLIN_SEEDS=40", "QUEUELIN_SEEDS=40", "CLAIMSLIN_ROUTING_SEEDS=12")
 	}
 	out, took, err, hung := runBinary(bin, dir, args, env)
 	switch {
@@ -329,7 +350,7 @@ func runBounds(bins map[string]string, reports string) int {
 	fmt.Println()
 	bad := 0
 	var longest time.Duration
-	all := append(append(append([]struct{ name, doc string }{{"", ""}}, variants...), affinityVariants...), queueVariants...)
+	all := append(append(append(append([]struct{ name, doc string }{{"", ""}}, variants...), affinityVariants...), queueVariants...), replicaVariants...)
 	for _, v := range all {
 		name := v.name
 		if name == "" {
@@ -374,8 +395,9 @@ var thin = regexp.MustCompile(`too thin`)
 var hook = regexp.MustCompile(`mutant\("(\w+)"\)`)
 
 // checkVariants compares the variants tables with the mutant("…") hooks
-// in impl/placement, impl/affinity and impl/policyqueue, so a hook without a row (never run)
-// or a row without a hook (a variant that no longer exists) fails the run.
+// in impl/placement, impl/affinity, impl/policyqueue and impl/replica, so a
+// hook without a row (never run) or a row without a hook (a variant that
+// no longer exists) fails the run.
 func checkVariants() error {
 	if err := checkHooks("impl/placement", variants); err != nil {
 		return err
@@ -383,7 +405,10 @@ func checkVariants() error {
 	if err := checkHooks("impl/affinity", affinityVariants); err != nil {
 		return err
 	}
-	return checkHooks("impl/policyqueue", queueVariants)
+	if err := checkHooks("impl/policyqueue", queueVariants); err != nil {
+		return err
+	}
+	return checkHooks("impl/replica", replicaVariants)
 }
 
 func checkHooks(dir string, table []struct{ name, doc string }) error {
