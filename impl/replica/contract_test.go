@@ -95,7 +95,7 @@ func TestContract_ClaimReadsShared(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			cl, _, err := r1.createOrGet(tctx(t), "s", func() (claims.Target, error) { return claims.Target{Worker: "w1"}, nil })
+			cl, _, _, err := r1.createOrGet(tctx(t), "s", func() (claims.Target, error) { return claims.Target{Worker: "w1"}, nil })
 			assert.NoError(t, err)
 			got[i] = cl
 		}()

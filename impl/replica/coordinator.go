@@ -269,7 +269,31 @@ func (c *Coordinator) installLocked(s *slot, rec *record) {
 	if old := s.cur.Load(); old != nil && old != rec {
 		old.evicted.Store(true)
 	}
+	rec.epoch = c.epoch.Load()
 	s.cur.Store(rec)
+}
+
+// applyDeferredLocked applies to s's current record the Deletes and the
+// Resets that came while this replica's writes of the key were in flight
+// (onDelete and onReset leave a slot with s.writing > 0 alone): once the
+// last write returned, a current record whose revision was deleted, or
+// that was current before a Reset, is evicted. Kept: keep (the caller's
+// record, already checked), unclaimed records and quarantines the store
+// has not recorded. The caller holds s.mu.
+func (c *Coordinator) applyDeferredLocked(s *slot, keep *record) {
+	cur := s.cur.Load()
+	if cur == nil || cur == keep || cur.unclaimed || cur.rev == 0 || s.writing > 0 ||
+		cur.state == recQuarantined && cur.own && !cur.written || mutant("DropsDeferredDelete") {
+		return
+	}
+	switch {
+	case cur.rev <= s.maxDeleted:
+		c.evictLocked(s, cur)
+		c.st.deleteEvictions.Add(1)
+	case cur.epoch != c.epoch.Load():
+		c.evictLocked(s, cur)
+		c.st.resetEvictions.Add(1)
+	}
 }
 
 // evictLocked ends rec as s's cached record: the claim it caches ended
@@ -423,11 +447,20 @@ func (c *Coordinator) Resolve(ctx context.Context, key string, attempt uint64, g
 	}
 	if s != nil {
 		s.mu.Lock()
-		if rec := s.cur.Load(); rec != nil && rec.state == recQuarantined && rec.own && !rec.written &&
-			rec.attempt == attempt && rec.gen == gen {
+		rec := s.cur.Load()
+		local := rec != nil && rec.state == recQuarantined && rec.own && !rec.written &&
+			rec.attempt == attempt && rec.gen == gen
+		if local && accepted && !rec.unclaimed {
+			s.mu.Unlock()
+			if done, err := c.resolveUnwritten(ctx, s, rec, attempt); done {
+				return err
+			}
+			s.mu.Lock()
+			local = false // its write landed meanwhile: the store settles it
+		}
+		if local {
 			// Only this replica knows the quarantine: settle it here (a
 			// queued write of it sees it settled and gives up).
-			var hold *record
 			reconcile := false
 			cerr := c.core.Resolve(key, attempt, rec.coreGen, res)
 			rec.evicted.Store(true)
@@ -436,12 +469,8 @@ func (c *Coordinator) Resolve(ctx context.Context, key string, attempt uint64, g
 				nrec := &record{s: s, state: recBound, rev: rec.rev, gen: rec.gen, target: rec.target,
 					unclaimed: rec.unclaimed, coreGen: rec.coreGen}
 				nrec.version.Store(attempt)
-				s.cur.Store(nrec)
-				if !nrec.unclaimed {
-					hold = nrec
-				} else {
-					reconcile = true // bound unclaimed: reconciled like any
-				}
+				c.installLocked(s, nrec)
+				reconcile = true // bound unclaimed: reconciled like any
 			}
 			s.mu.Unlock()
 			if reconcile {
@@ -458,9 +487,6 @@ func (c *Coordinator) Resolve(ctx context.Context, key string, attempt uint64, g
 				return cerr
 			}
 			c.st.resolves.Add(1)
-			if hold != nil {
-				c.hold(s, hold)
-			}
 			return nil
 		}
 		s.mu.Unlock()
@@ -507,7 +533,7 @@ func (c *Coordinator) Resolve(ctx context.Context, key string, attempt uint64, g
 			nrec := &record{s: s, state: recBound, rev: cl.Rev, gen: cl.Gen, target: cl.Target, coreGen: rec.coreGen}
 			nrec.version.Store(attempt)
 			nrec.lastTouch.Store(int64(c.core.Now()))
-			s.cur.Store(nrec)
+			c.installLocked(s, nrec)
 			hold = nrec
 		} else if info, qerr := c.core.Query(key); accepted && qerr == nil && info.State == placement.StateBound && info.Attempt == attempt {
 			_, _ = c.core.InvalidateKey(key) // ended as it was resolved: read it again
@@ -527,6 +553,7 @@ func (c *Coordinator) Resolve(ctx context.Context, key string, attempt uint64, g
 			c.st.deleteEvictions.Add(1)
 		}
 	}
+	c.applyDeferredLocked(s, hold)
 	s.mu.Unlock()
 	if err != nil {
 		return err
@@ -536,6 +563,91 @@ func (c *Coordinator) Resolve(ctx context.Context, key string, attempt uint64, g
 		c.hold(s, hold)
 	}
 	return nil
+}
+
+// resolveUnwritten settles as Accepted rec, this replica's own quarantine
+// the store has not recorded (its write found the store unreachable, or
+// is in flight). The session is bound again under rec's revision only if
+// the store confirms that the revision is current (a Hold fenced by it,
+// made before the binding is cached; a Delete or Reset that comes
+// meanwhile waits for it, s.writing); otherwise (the revision ended, the
+// quarantine write landed, the store is unreachable) the attempt's core
+// binding is dropped and the next turn reads the claim.
+//
+// done is false if the quarantine's write landed meanwhile: the caller
+// settles it in the store.
+func (c *Coordinator) resolveUnwritten(ctx context.Context, s *slot, rec *record, attempt uint64) (done bool, err error) {
+	s.op.Lock()
+	defer s.op.Unlock()
+	s.mu.Lock()
+	rev := rec.rev
+	s.writing++
+	epoch := c.epoch.Load()
+	s.mu.Unlock()
+	hctx, cancel := c.opCtx(ctx)
+	herr := c.store.Hold(hctx, s.key, rev, c.cfg.Name)
+	cancel()
+	c.note(herr)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.writing--
+	if s.cur.Load() != rec || rec.state != recQuarantined || rec.written || rec.attempt != attempt {
+		// Settled or replaced meanwhile (its write landed, a Resolve).
+		if herr == nil {
+			c.heldEndedLocked(s, rev)
+		}
+		c.applyDeferredLocked(s, nil)
+		return false, nil
+	}
+	cerr := c.core.Resolve(s.key, attempt, rec.coreGen, placement.ResolveAccepted)
+	rec.evicted.Store(true)
+	s.cur.Store(nil)
+	if cerr != nil {
+		if herr == nil {
+			c.heldEndedLocked(s, rev)
+		}
+		c.applyDeferredLocked(s, nil)
+		if errors.Is(cerr, placement.ErrNotQuarantined) || errors.Is(cerr, placement.ErrFenced) {
+			return true, &claims.FencedError{Key: s.key, Attempt: attempt, Gen: rec.gen}
+		}
+		return true, cerr
+	}
+	c.st.resolves.Add(1)
+	if herr == nil && s.maxDeleted < rev && c.epoch.Load() == epoch || mutant("ResolveUnchecked") {
+		nrec := &record{s: s, state: recBound, rev: rev, gen: rec.gen, target: rec.target, coreGen: rec.coreGen}
+		nrec.version.Store(attempt)
+		nrec.lastTouch.Store(int64(c.core.Now()))
+		c.installLocked(s, nrec)
+		s.holder = nrec
+		nrec.held.Store(true)
+		c.st.holds.Add(1)
+		c.applyDeferredLocked(s, nrec)
+		return true, nil
+	}
+	// The revision is not confirmed current: drop the binding; the next
+	// turn reads the claim.
+	if info, qerr := c.core.Query(s.key); qerr == nil && info.State == placement.StateBound && info.Attempt == attempt {
+		_, _ = c.core.InvalidateKey(s.key)
+	}
+	if herr == nil {
+		c.heldEndedLocked(s, rev)
+	}
+	c.applyDeferredLocked(s, nil)
+	return true, nil
+}
+
+// heldEndedLocked records a Hold of s's key at rev that no record keeps:
+// the next keepalive pass gives it up (unless a record holds the key
+// already). The caller holds s.mu.
+func (c *Coordinator) heldEndedLocked(s *slot, rev int64) {
+	if s.holder != nil {
+		return
+	}
+	h := &record{s: s, state: recBound, rev: rev}
+	h.evicted.Store(true)
+	h.ended.Store(true)
+	s.holder = h
+	c.poke()
 }
 
 // isStale reports whether err is a Resolve fenced because the quarantine

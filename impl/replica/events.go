@@ -94,8 +94,11 @@ func (c *Coordinator) onReset() {
 	c.slots.Range(func(_, v any) bool {
 		s := v.(*slot)
 		s.mu.Lock()
-		for _, rec := range []*record{s.cur.Load(), s.holder} {
-			if rec != nil && !rec.unclaimed && rec.rev != 0 && rec.state == recBound && rec.leases.Load() > 0 && !rec.ended.Load() {
+		// Every record with leases (not only the current one and the
+		// holder: a record an earlier Reset evicted keeps its leases).
+		for rec := range s.leased {
+			if !rec.unclaimed && rec.rev != 0 && rec.state == recBound && !rec.ended.Load() {
+				rec.held.Store(false)
 				c.needRehold(rec)
 			}
 		}

@@ -101,9 +101,10 @@ func (c *Coordinator) pass(ctx context.Context) {
 		rev    int64
 		touch  bool
 		unhold *record
-		// old: an evicted record this replica holds with requests in
-		// flight, touched by its revision (a revision of the lineage).
-		old *record
+		// old: evicted records with requests in flight here, touched by
+		// their revisions (revisions of the lineage) until a touch finds
+		// the lineage ended.
+		old []*record
 	}
 	var jobs []job
 	c.slots.Range(func(k, v any) bool {
@@ -137,17 +138,21 @@ func (c *Coordinator) pass(ctx context.Context) {
 				s.cur.Store(nil)
 			}
 		}
-		if h := s.holder; h != nil && h != s.cur.Load() && h.leases.Load() == 0 {
+		if h := s.holder; h != nil && h != s.cur.Load() && s.leases == 0 {
 			j.unhold = h
-		} else if h != nil && h != s.cur.Load() && !h.unclaimed && h.rev != 0 && now-h.lastTouch.Load() >= half {
-			j.old = h
+		}
+		for r := range s.leased {
+			if (r != s.cur.Load() || r.evicted.Load()) && !r.unclaimed && r.rev != 0 && !r.gone.Load() &&
+				r.state == recBound && now-r.lastTouch.Load() >= half {
+				j.old = append(j.old, r)
+			}
 		}
 		if s.cur.Load() == nil && s.holder == nil && s.users == 0 && s.writing == 0 {
 			s.dead = true
 			c.slots.CompareAndDelete(k, s)
 		}
 		s.mu.Unlock()
-		if j.touch || j.old != nil || j.unhold != nil {
+		if j.touch || len(j.old) > 0 || j.unhold != nil {
 			jobs = append(jobs, j)
 		}
 		return true
@@ -162,8 +167,8 @@ func (c *Coordinator) pass(ctx context.Context) {
 		if j.touch {
 			c.touch(ctx, j.rec, j.rev)
 		}
-		if j.old != nil {
-			c.touch(ctx, j.old, j.old.rev)
+		for _, r := range j.old {
+			c.touch(ctx, r, r.rev)
 		}
 	}
 }
@@ -207,6 +212,7 @@ func (c *Coordinator) touch(parent context.Context, rec *record, rev int64) {
 		c.st.touches.Add(1)
 		rec.lastTouch.Store(now)
 	case errors.Is(err, claims.ErrClaimMoved):
+		rec.gone.Store(true)
 		s.mu.Lock()
 		if s.cur.Load() == rec && rec.rev == rev {
 			c.evictLocked(s, rec)
@@ -252,7 +258,7 @@ func (c *Coordinator) reconcileOne(ctx context.Context, rec *record) error {
 	s.writing++
 	epoch := c.epoch.Load()
 	s.mu.Unlock()
-	cl, created, err := c.createOrGet(ctx, s.key, func() (claims.Target, error) { return target, nil })
+	cl, created, callEpoch, err := c.createOrGet(ctx, s.key, func() (claims.Target, error) { return target, nil })
 	now := int64(c.core.Now())
 	s.mu.Lock()
 	s.writing--
@@ -264,7 +270,7 @@ func (c *Coordinator) reconcileOne(ctx context.Context, rec *record) error {
 	case err != nil:
 		c.st.reconciles.Add(1)
 		c.evictLocked(s, rec) // its worker left
-	case c.epoch.Load() != epoch:
+	case c.epoch.Load() != epoch || callEpoch != epoch:
 		c.reconcile.Store(true) // read across a Reset: again at the next pass
 	default:
 		c.st.reconciles.Add(1)
@@ -284,6 +290,7 @@ func (c *Coordinator) reconcileOne(ctx context.Context, rec *record) error {
 		}
 		c.evictLocked(s, rec)
 	}
+	c.applyDeferredLocked(s, rec) // the Deletes and Resets that waited
 	s.mu.Unlock()
 	if hold {
 		c.hold(s, rec)

@@ -21,6 +21,15 @@ package replica
 //     failed, does not hold again the claims it has requests in flight on
 //     (claims.HoldLineage): another replica's close deletes the claim
 //     under them (linearizability/claimsconf's finding D2).
+//   - LeasesPerRecord: leases are counted per cached record, not per
+//     session: after a Reset, the last lease of either copy of a claim
+//     closes it (or gives the hold up) under the other's leases
+//     (linearizability/claimslin's finding).
+//   - ResolveUnchecked: Resolve(accepted) of an own quarantine the store
+//     has not recorded binds the session again under its old revision
+//     even when the store does not confirm it current.
+//   - DropsDeferredDelete: a Delete or Reset that came while a write of
+//     the key was in flight is not applied when the write returns.
 //
 // mutant_test.go checks that each of them fails a contract test.
 func mutant(string) bool { return false }

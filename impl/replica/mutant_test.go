@@ -21,6 +21,9 @@ var variants = []struct{ name, catcher string }{
 	{"SkipsHold", "TestContract_CloseDeferredWhileAnotherHolds"},
 	{"ExpiresInUse", "TestContract_NoExpiryInUse"},
 	{"NoRehold", "TestContract_ReconnectHoldsLineageAgain"},
+	{"LeasesPerRecord", "TestGap_LeasesCountedPerSession"},
+	{"ResolveUnchecked", "TestGap_ResolveUnwrittenChecksRevision"},
+	{"DropsDeferredDelete", "TestGap_DeleteDuringQuarantineWriteApplied"},
 }
 
 // TestVariantsCaught re-runs this test binary under each variant with its

@@ -51,6 +51,27 @@ type slot struct {
 	users int
 	// dead: the slot was deleted from the table; get a new one.
 	dead bool
+	// leases counts the turns holding a lease on any record of the key
+	// (the session's leases on this replica: a Reset may leave two
+	// records of one claim with leases); leased are the records with
+	// leases. A terminal close, and the release of the hold, wait for
+	// leases to be 0.
+	leases int
+	leased map[*record]struct{}
+	// closeRec is a record whose final request ended while other records
+	// of the key still had leases: the close runs when the last ends.
+	closeRec *record
+}
+
+// addLeaseLocked counts a lease on rec. The caller holds s.mu.
+func (s *slot) addLeaseLocked(rec *record) {
+	if rec.leases.Add(1) == 1 {
+		if s.leased == nil {
+			s.leased = map[*record]struct{}{}
+		}
+		s.leased[rec] = struct{}{}
+	}
+	s.leases++
 }
 
 // record is what the replica caches of one revision of a session's claim
@@ -78,8 +99,16 @@ type record struct {
 	// (Coordinator.rehold): its hold failed, or a Reset came while it had
 	// requests in flight.
 	needHold atomic.Bool
+	// held: a Hold (or re-hold) of the record's revision succeeded.
+	held atomic.Bool
+	// gone: a touch found the record's lineage ended (no more touches).
+	gone atomic.Bool
 
 	// Guarded by s.mu.
+	// epoch is the coordinator's Reset count when the record became the
+	// key's current one: a current record from before a Reset survived
+	// it only because a write of the key was in flight (s.writing).
+	epoch     uint64
 	state     recState
 	rev       int64 // the claim's revision; 0 while unclaimed
 	gen       int64 // the target's store generation

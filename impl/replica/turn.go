@@ -76,8 +76,7 @@ func (c *Coordinator) Start(ctx context.Context, key string, propose Propose) (*
 		if !a.Hit() {
 			return c.firstTurn(ctx, key, a, propose)
 		}
-		if rec := c.cached(key, a.Lease.Version()); rec != nil {
-			rec.leases.Add(1)
+		if rec := c.cached(key, a.Lease.Version()); rec != nil && c.hitLease(rec) {
 			c.st.cachedHits.Add(1)
 			if int64(c.core.Now())-rec.lastTouch.Load() >= int64(c.cfg.TouchInterval) {
 				c.kickTouch(rec)
@@ -89,6 +88,27 @@ func (c *Coordinator) Start(ctx context.Context, key string, propose Propose) (*
 		_ = a.Lease.Invalidate()
 	}
 	return nil, fmt.Errorf("replica: session %q: %w", key, ErrStoreMoved)
+}
+
+// hitLease takes a hit's lease on rec unless it was evicted since the
+// lock-free lookup (checked and counted under s.mu, so that an eviction
+// processed before the lease is never routed under).
+func (c *Coordinator) hitLease(rec *record) bool {
+	s := rec.s
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cur.Load() != rec || rec.evicted.Load() {
+		return false
+	}
+	s.addLeaseLocked(rec)
+	if !rec.held.Load() && !rec.unclaimed && rec.rev != 0 && !rec.needHold.Load() {
+		// The placing turn's Hold has not reached the store yet (or
+		// failed): this lease, too, is held by the lineage at the next
+		// pass unless that Hold lands first.
+		c.needRehold(rec)
+		c.poke()
+	}
+	return true
 }
 
 // Hit reports whether the turn is a cached hit: a later turn on a
@@ -362,7 +382,7 @@ func (c *Coordinator) readClaim(t *Turn) (*record, error) {
 		}
 		epoch := c.epoch.Load()
 		tried := t.tried
-		cl, created, err := c.createOrGet(t.ctx, s.key, func() (claims.Target, error) {
+		cl, created, callEpoch, err := c.createOrGet(t.ctx, s.key, func() (claims.Target, error) {
 			return t.propose(c.view.Load().list, tried)
 		})
 		if err != nil {
@@ -373,7 +393,7 @@ func (c *Coordinator) readClaim(t *Turn) (*record, error) {
 		}
 		now := int64(c.core.Now())
 		s.mu.Lock()
-		if c.epoch.Load() != epoch || s.maxDeleted >= cl.Rev {
+		if c.epoch.Load() != epoch || callEpoch != epoch || s.maxDeleted >= cl.Rev {
 			s.mu.Unlock()
 			continue // the claim ended (or may have) as it was read
 		}
@@ -431,15 +451,20 @@ func (c *Coordinator) placeUnclaimed(t *Turn) (*record, error) {
 type claimResult struct {
 	c       claims.Claim
 	created bool
+	// epoch is the Reset count when the shared call began: a caller that
+	// joined it after a Reset gets a claim read before that Reset.
+	epoch uint64
 }
 
 // createOrGet is the store's CreateOrGet for key, shared by concurrent
 // callers on this replica (one round trip), bounded by StoreTimeout; ctx
-// ends the caller's wait, not the shared call.
-func (c *Coordinator) createOrGet(ctx context.Context, key string, propose func() (claims.Target, error)) (claims.Claim, bool, error) {
+// ends the caller's wait, not the shared call. epoch is the Reset count
+// when the shared call began (a claim read across a Reset is read again).
+func (c *Coordinator) createOrGet(ctx context.Context, key string, propose func() (claims.Target, error)) (cl claims.Claim, created bool, epoch uint64, err error) {
 	started := false
 	ch := c.sf.DoChan(key, func() (any, error) {
 		started = true
+		epoch := c.epoch.Load()
 		c.sfRunning.Add(1)
 		defer c.sfRunning.Add(-1)
 		sctx, cancel := c.opCtx(c.ctx)
@@ -449,7 +474,7 @@ func (c *Coordinator) createOrGet(ctx context.Context, key string, propose func(
 		if err == nil && created {
 			c.st.claimsCreated.Add(1)
 		}
-		return claimResult{cl, created}, err
+		return claimResult{cl, created, epoch}, err
 	})
 	select {
 	case r := <-ch:
@@ -457,12 +482,12 @@ func (c *Coordinator) createOrGet(ctx context.Context, key string, propose func(
 			c.st.shared.Add(1)
 		}
 		if r.Err != nil {
-			return claims.Claim{}, false, r.Err
+			return claims.Claim{}, false, 0, r.Err
 		}
 		cr := r.Val.(claimResult)
-		return cr.c, cr.created, nil
+		return cr.c, cr.created, cr.epoch, nil
 	case <-ctx.Done():
-		return claims.Claim{}, false, fmt.Errorf("%w: %w", placement.ErrCancelled, context.Cause(ctx))
+		return claims.Claim{}, false, 0, fmt.Errorf("%w: %w", placement.ErrCancelled, context.Cause(ctx))
 	}
 }
 
@@ -470,8 +495,8 @@ func (c *Coordinator) createOrGet(ctx context.Context, key string, propose func(
 // binding, and the store learns that this replica holds it.
 func (c *Coordinator) bound(t *Turn) {
 	rec, s := t.rec, t.rec.s
-	rec.leases.Add(1)
 	s.mu.Lock()
+	s.addLeaseLocked(rec)
 	rec.state = recBound
 	evicted := rec.evicted.Load()
 	if evicted {
@@ -581,6 +606,9 @@ func (c *Coordinator) writeQuarantine(parent context.Context, rec *record, rev i
 		c.evictLocked(s, rec) // the quarantine ended (or may have) as it was written
 		c.st.deleteEvictions.Add(1)
 	}
+	// The Deletes and Resets that waited for the write, for whatever
+	// record is current now (a Resolve may have replaced rec).
+	c.applyDeferredLocked(s, rec)
 	return err
 }
 
@@ -612,14 +640,57 @@ func (c *Coordinator) endLease(rec *record, lease placement.Lease[claims.Target]
 	if !rec.used.Load() {
 		rec.used.Store(true)
 	}
+	s := rec.s
+	s.mu.Lock()
 	n := rec.leases.Add(-1)
+	if n == 0 {
+		delete(s.leased, rec)
+	}
+	s.leases--
+	others := s.leases > 0 && !mutant("LeasesPerRecord")
+	if n == 0 && others && rec.closing.Load() {
+		// The session's final request, while another record of the key
+		// (a copy read again after a Reset) still has leases: the close
+		// waits for them.
+		s.closeRec = rec
+	}
+	if n == 0 && !others && s.closeRec != nil && s.closeRec != rec {
+		// The last lease of the session ended: the final request that
+		// arrived on another record closes the claim now.
+		s.closeRec = nil
+		rec.closing.Store(true)
+	} else if !others {
+		s.closeRec = nil
+	}
+	s.mu.Unlock()
 	if final && mutant("CloseWhileHeld") {
 		c.lastLeaseEnded(rec)
 		return
 	}
 	if n == 0 && (rec.closing.Load() || rec.evicted.Load()) {
+		if others {
+			// Other records of the key have leases: no close, and the
+			// store's hold stays (their last lease ends it).
+			c.endQuietly(rec)
+			return
+		}
 		c.lastLeaseEnded(rec)
 	}
+}
+
+// endQuietly ends rec (evicted, no store write) while other records of its
+// key have leases: their last lease closes the claim or gives the hold up.
+func (c *Coordinator) endQuietly(rec *record) {
+	if !rec.ended.CompareAndSwap(false, true) {
+		return
+	}
+	s := rec.s
+	s.mu.Lock()
+	if s.cur.Load() == rec {
+		s.cur.Store(nil)
+	}
+	rec.evicted.Store(true)
+	s.mu.Unlock()
 }
 
 // lastLeaseEnded runs once per record when its last local lease ended and
@@ -676,6 +747,7 @@ func (c *Coordinator) hold(s *slot, rec *record) {
 	switch {
 	case err == nil:
 		rec.needHold.Store(false)
+		rec.held.Store(true)
 		c.st.holds.Add(1)
 		s.mu.Lock()
 		s.holder = rec
@@ -690,7 +762,15 @@ func (c *Coordinator) hold(s *slot, rec *record) {
 			c.evictLocked(s, rec)
 			c.st.movedEvictions.Add(1)
 		}
+		leased := rec.leases.Load() > 0
 		s.mu.Unlock()
+		if leased {
+			// Rewritten elsewhere (a quarantine, a deferred close) with
+			// requests in flight here: hold the lineage by their revision
+			// (HoldLineage tells a lineage that ended).
+			c.needRehold(rec)
+			c.poke()
+		}
 	default:
 		c.needRehold(rec) // the keepalive pass holds it again (HoldLineage)
 	}
@@ -759,6 +839,7 @@ func (c *Coordinator) rehold(parent context.Context, rec *record) error {
 	switch {
 	case err == nil:
 		rec.needHold.Store(false)
+		rec.held.Store(true)
 		c.st.reholds.Add(1)
 		s.mu.Lock()
 		// The store's hold is the key's: rec makes it unless a current
@@ -793,7 +874,8 @@ func (c *Coordinator) unhold(s *slot, rec *record) {
 // unholdOpLocked is unhold with s.op held.
 func (c *Coordinator) unholdOpLocked(s *slot, rec *record) {
 	s.mu.Lock()
-	mine := s.holder == rec
+	// The hold is the key's: it stays while any record has leases.
+	mine := s.holder == rec && (s.leases == 0 || mutant("LeasesPerRecord"))
 	s.mu.Unlock()
 	if !mine {
 		return
@@ -853,7 +935,7 @@ func (c *Coordinator) storeClose(s *slot, rec *record, rev int64) {
 		s.holder = nil
 	}
 	s.mu.Unlock()
-	if res == claims.CloseStale && h != nil && h != cur && h.leases.Load() == 0 {
+	if res == claims.CloseStale && h != nil && h != cur {
 		c.unholdOpLocked(s, h)
 	}
 }
