@@ -31,15 +31,29 @@
 //     so that no close elsewhere deletes the claim under them; a lineage
 //     that ended lets them finish unheld. A hold that failed is retried
 //     the same way.
+//   - The Delete events and Resets that come while this replica's own
+//     write of the key is in flight (Quarantine, Resolve, a reconcile)
+//     wait for it and are applied, to whatever record is current then,
+//     when it returns: none is dropped.
+//   - Coordinator.Resolve(accepted) of this replica's own quarantine that
+//     the store has not recorded binds the session again only after the
+//     store confirmed its revision current (a Hold fenced by it);
+//     otherwise the next turn reads the claim.
 //   - Coordinator.Resolve of a quarantine whose worker re-registered or
 //     left (the store's claims.FencedError.Stale) drops the local
 //     quarantine and returns ErrQuarantineOver: the next turn replaces
 //     the stale claim.
 //   - A session's final request (Done(true)) closes its claim when this
-//     replica's last local lease on it ends, fenced by the revision the
-//     replica holds: a stale revision deletes nothing, and with another
-//     replica holding the claim it only becomes Closing (the last Unhold
-//     deletes it).
+//     replica's last local lease on the session ends (counted across
+//     every cached record of the key: a Reset can leave an evicted copy
+//     with leases next to the claim read again), fenced by the revision
+//     the replica holds: a stale revision deletes nothing, and with
+//     another replica holding the claim it only becomes Closing (the last
+//     Unhold deletes it). The replica's hold is given up likewise only
+//     when no lease on the session remains. A lease taken on a record
+//     whose Hold has not been confirmed (in flight, failed, or rewritten
+//     in its lineage meanwhile) is queued to be held by its lineage, and
+//     a Reset re-holds every record with leases, evicted or not.
 //   - Generations come from the store's registrations (Members): a worker
 //     whose registration revision moves is fenced in the local core, and
 //     its cached claims are evicted. Attempt ids start at
@@ -55,7 +69,9 @@
 //     since its last pass once more (one rewritten elsewhere while
 //     requests are in flight here, by the revision they are on: Touch
 //     accepts any revision of the lineage), so a claim expires only
-//     IdleTTL after its last use on any replica; it also gives up the
+//     IdleTTL after its last use on any replica (an evicted record with
+//     requests in flight is touched by its revision until a touch finds
+//     its lineage ended); it also gives up the
 //     holds of entries that ended locally, holds again the claims queued
 //     for it (HoldLineage), and retries the writes that found the store
 //     down.

@@ -138,8 +138,13 @@ func (c *Coordinator) pass(ctx context.Context) {
 				s.cur.Store(nil)
 			}
 		}
-		if h := s.holder; h != nil && h != s.cur.Load() && s.leases == 0 {
+		if h := s.holder; h != nil && h != s.cur.Load() && h.leases.Load() == 0 && !s.othersLeasedLocked(h) {
 			j.unhold = h
+		} else if h != nil && h != s.cur.Load() && h.leases.Load() == 0 && !h.unclaimed && h.rev != 0 &&
+			!h.gone.Load() && now-h.lastTouch.Load() >= half {
+			// Kept for another record's leases: a claim this replica
+			// holds is kept alive.
+			j.old = append(j.old, h)
 		}
 		for r := range s.leased {
 			if (r != s.cur.Load() || r.evicted.Load()) && !r.unclaimed && r.rev != 0 && !r.gone.Load() &&
@@ -275,7 +280,7 @@ func (c *Coordinator) reconcileOne(ctx context.Context, rec *record) error {
 	default:
 		c.st.reconciles.Add(1)
 		if cl.State == claims.Bound && cl.Target == rec.target && cl.Gen == rec.gen && s.maxDeleted < cl.Rev {
-			rec.rev, rec.unclaimed = cl.Rev, false
+			rec.rev, rec.unclaimed, rec.epoch = cl.Rev, false, epoch
 			c.st.reconcilesWon.Add(1)
 			if created {
 				rec.lastTouch.Store(now)

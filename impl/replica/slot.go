@@ -63,6 +63,18 @@ type slot struct {
 	closeRec *record
 }
 
+// othersLeasedLocked reports whether a record of the key other than rec
+// has leases on a claim lineage not known to have ended (gone). The
+// caller holds s.mu.
+func (s *slot) othersLeasedLocked(rec *record) bool {
+	for r := range s.leased {
+		if r != rec && !r.gone.Load() {
+			return true
+		}
+	}
+	return false
+}
+
 // addLeaseLocked counts a lease on rec. The caller holds s.mu.
 func (s *slot) addLeaseLocked(rec *record) {
 	if rec.leases.Add(1) == 1 {
@@ -101,7 +113,8 @@ type record struct {
 	needHold atomic.Bool
 	// held: a Hold (or re-hold) of the record's revision succeeded.
 	held atomic.Bool
-	// gone: a touch found the record's lineage ended (no more touches).
+	// gone: a touch or a re-hold found the record's lineage ended (no
+	// more touches; its leases no longer keep the key's hold).
 	gone atomic.Bool
 
 	// Guarded by s.mu.

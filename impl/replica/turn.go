@@ -606,6 +606,9 @@ func (c *Coordinator) writeQuarantine(parent context.Context, rec *record, rev i
 		c.evictLocked(s, rec) // the quarantine ended (or may have) as it was written
 		c.st.deleteEvictions.Add(1)
 	}
+	if s.cur.Load() == rec && rec.written {
+		rec.epoch = epoch // checked above: current across the write
+	}
 	// The Deletes and Resets that waited for the write, for whatever
 	// record is current now (a Resolve may have replaced rec).
 	c.applyDeferredLocked(s, rec)
@@ -647,7 +650,7 @@ func (c *Coordinator) endLease(rec *record, lease placement.Lease[claims.Target]
 		delete(s.leased, rec)
 	}
 	s.leases--
-	others := s.leases > 0 && !mutant("LeasesPerRecord")
+	others := s.othersLeasedLocked(rec) && !mutant("LeasesPerRecord")
 	if n == 0 && others && rec.closing.Load() {
 		// The session's final request, while another record of the key
 		// (a copy read again after a Reset) still has leases: the close
@@ -853,6 +856,7 @@ func (c *Coordinator) rehold(parent context.Context, rec *record) error {
 		s.mu.Unlock()
 	case errors.Is(err, claims.ErrClaimMoved):
 		rec.needHold.Store(false)
+		rec.gone.Store(true)
 		c.st.reholdsEnded.Add(1)
 		s.mu.Lock()
 		if s.cur.Load() == rec {
@@ -875,7 +879,7 @@ func (c *Coordinator) unhold(s *slot, rec *record) {
 func (c *Coordinator) unholdOpLocked(s *slot, rec *record) {
 	s.mu.Lock()
 	// The hold is the key's: it stays while any record has leases.
-	mine := s.holder == rec && (s.leases == 0 || mutant("LeasesPerRecord"))
+	mine := s.holder == rec && (!s.othersLeasedLocked(rec) && rec.leases.Load() == 0 || mutant("LeasesPerRecord"))
 	s.mu.Unlock()
 	if !mine {
 		return

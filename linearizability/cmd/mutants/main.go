@@ -93,6 +93,9 @@ var replicaVariants = []struct{ name, doc string }{
 	{"SkipsHold", "the replica never tells the store it holds a claim: another replica's close deletes it under this one's leases"},
 	{"NoRehold", "after a Reset (or a failed hold) the replica does not hold again the claims it has requests in flight on"},
 	{"ExpiresInUse", "no Touch while leases are held: a claim in use expires"},
+	{"LeasesPerRecord", "leases are counted per cached record, not per session: after a Reset the last lease of either copy closes the claim under the other's"},
+	{"ResolveUnchecked", "Resolve(accepted) of an own quarantine the store has not recorded binds again under the old revision without the store confirming it current"},
+	{"DropsDeferredDelete", "a Delete or Reset that came while a write of the key was in flight is not applied when the write returns"},
 }
 
 // The checkers, in the order they are tried: test is an anchored -test.run
@@ -129,7 +132,7 @@ var queueCheckers = []struct{ name, pkg, test string }{
 // events it processed), then impl/replica's contract tests.
 var replicaCheckers = []struct{ name, pkg, test string }{
 	{"claims routing check", "linearizability/claimslin", "TestRoutingMem"},
-	{"replica contract tests", "impl/replica", "TestContract_.*"},
+	{"replica contract tests", "impl/replica", "TestContract_.*|TestGap_.*"},
 }
 
 // usesRapid reports whether pkg's test binary defines rapid's flags.

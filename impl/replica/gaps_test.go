@@ -1,0 +1,255 @@
+package replica
+
+import (
+	"context"
+	"fmt"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/placementlab/placement/impl/claims"
+	"github.com/placementlab/placement/impl/placement"
+)
+
+// Regression tests for the gaps linearizability/claimslin found (its
+// package doc, "bugs found").
+
+// Leases are the session's, not a cached record's: after a Reset evicts a
+// record with a lease in flight and a turn reads the claim again (a second
+// record of the same revision), the final request on either record closes
+// the claim only when the last lease of both ends.
+func TestGap_LeasesCountedPerSession(t *testing.T) {
+	e := newEnv(t, 1, nil, 0)
+	r1, cs := e.replica("r1")
+	a := open(t, r1, "s", to("w1"))
+	resets := r1.Stats().Resets
+	e.b.InjectReset("r1")
+	require.Eventually(t, func() bool { return r1.Stats().Resets > resets }, waitFor, tick)
+	b := open(t, r1, "s", nil)
+	require.False(t, b.Hit(), "the Reset evicted the cached record")
+	require.Equal(t, a.Rev(), b.Rev(), "the same claim read again")
+	b.Done(true) // the session's final request, while a's lease is in flight
+	_, ok := e.claimOf("s")
+	require.True(t, ok, "the claim was closed under a lease of the evicted record")
+	assert.Equal(t, 0, cs.n("Close"))
+	assert.Contains(t, e.b.Holders("s"), "r1", "the hold was given up under a lease")
+	a.Done(false)
+	require.Eventually(t, func() bool { _, ok := e.claimOf("s"); return !ok }, waitFor, tick,
+		"the last lease did not close the claim")
+	assert.Equal(t, 1, cs.n("Close"))
+
+	// The other order: the final request on the evicted record.
+	a = open(t, r1, "s", to("w1"))
+	resets = r1.Stats().Resets
+	e.b.InjectReset("r1")
+	require.Eventually(t, func() bool { return r1.Stats().Resets > resets }, waitFor, tick)
+	b = open(t, r1, "s", nil)
+	a.Done(true)
+	_, ok = e.claimOf("s")
+	require.True(t, ok, "the claim was closed under a lease of the new record")
+	b.Done(false)
+	require.Eventually(t, func() bool { _, ok := e.claimOf("s"); return !ok }, waitFor, tick)
+}
+
+// A record a Reset evicted while its request is in flight keeps its claim
+// alive (touched by its revision) while another record of the key is
+// idle: a long request does not lose its claim.
+func TestGap_EvictedRecordWithLeasesTouched(t *testing.T) {
+	clk := placement.NewManualClock(0)
+	e := newEnv(t, 1, clk, time.Minute)
+	r1, _ := e.replica("r1")
+	long := open(t, r1, "s", to("w1"))
+	resets := r1.Stats().Resets
+	e.b.InjectReset("r1")
+	require.Eventually(t, func() bool { return r1.Stats().Resets > resets }, waitFor, tick)
+	// A short turn reads the claim again (a new record, which then makes
+	// the replica's hold) and ends; its record goes idle.
+	require.False(t, serve(t, r1, "s", nil, placement.Accepted, false).Hit())
+	for range 36 { // three minutes
+		require.NoError(t, clk.AdvanceBy(5*time.Second))
+		r1.Tick(tctx(t))
+		e.b.Sweep()
+		_, ok := e.claimOf("s")
+		require.True(t, ok, "the claim of a request in flight expired at %v", clk.Now())
+	}
+	assert.Contains(t, e.b.Holders("s"), "r1", "the hold was given up under a request in flight")
+	long.Done(false)
+}
+
+// Resolve(accepted) of this replica's own quarantine that the store never
+// recorded (its write found the store unreachable) binds the session
+// again only under a revision the store confirms current: here the claim
+// ended meanwhile, so the next turn reads the store, not the cache.
+func TestGap_ResolveUnwrittenChecksRevision(t *testing.T) {
+	e := newEnv(t, 2, nil, 0)
+	hs := &holdHookStore{}
+	r1, _ := e.replica("r1", func(c *Config) { hs.Store = c.Store; c.Store = hs })
+	tu, err := r1.Start(tctx(t), "s", to("w1"))
+	require.NoError(t, err)
+	e.b.SetUnavailable("r1", true)
+	var qe *QuarantinedError
+	require.ErrorAs(t, tu.Complete(placement.Ambiguous), &qe)
+	tu.Done(false)
+	require.Zero(t, qe.Rev, "the store did not record the quarantine")
+	e.endClaim("s") // the claim ends meanwhile (another replica's quarantine, resolved)
+	e.b.SetUnavailable("r1", false)
+	// A turn that comes while the Resolve asks the store must not route
+	// under the revision that ended.
+	var during error
+	hook := func() {
+		tu, err := r1.Start(tctx(t), "s", nil)
+		if err == nil {
+			during = fmt.Errorf("a turn routed to %s under revision %d", tu.Target(), tu.Rev())
+			tu.Done(false)
+		}
+	}
+	hs.onHold.Store(&hook)
+	require.NoError(t, r1.Resolve(tctx(t), "s", qe.Attempt, qe.Gen, true))
+	require.NoError(t, during)
+	next := serve(t, r1, "s", to("w2"), placement.Accepted, false)
+	assert.False(t, next.Hit(), "bound again under a revision that ended")
+	assert.Equal(t, claims.Target{Worker: "w2"}, next.Target())
+}
+
+// holdHookStore calls onHold (if set) before each Hold.
+type holdHookStore struct {
+	claims.Store
+	onHold atomic.Pointer[func()]
+}
+
+func (s *holdHookStore) Hold(ctx context.Context, key string, rev int64, replica string) error {
+	if f := s.onHold.Swap(nil); f != nil {
+		(*f)()
+	}
+	return s.Store.Hold(ctx, key, rev, replica)
+}
+
+// gateStore blocks Quarantine until gate is closed (entered is closed as
+// it is called), and returns it late (after the store's Delete of the
+// revision it replaced was delivered).
+type gateStore struct {
+	claims.Store
+	entered, gate chan struct{}
+}
+
+func (s *gateStore) Quarantine(ctx context.Context, key string, rev int64, attempt uint64, gen int64) (claims.Claim, error) {
+	close(s.entered)
+	<-s.gate
+	cl, err := s.Store.Quarantine(ctx, key, rev, attempt, gen)
+	time.Sleep(100 * time.Millisecond)
+	return cl, err
+}
+
+// A Delete that arrives while this replica's quarantine write is in flight
+// is not dropped: Resolve(accepted) rebinds the session as the write is
+// out (the store confirms the revision), the write lands (the Delete of
+// that revision comes while it is still in flight), and the binding is
+// evicted when it returns: the next turn sees the store's quarantine.
+func TestGap_DeleteDuringQuarantineWriteApplied(t *testing.T) {
+	e := newEnv(t, 2, nil, 0)
+	gs := &gateStore{entered: make(chan struct{}), gate: make(chan struct{})}
+	r1, _ := e.replica("r1", func(c *Config) { gs.Store = c.Store; c.Store = gs })
+	tu, err := r1.Start(tctx(t), "s", to("w1"))
+	require.NoError(t, err)
+	done := make(chan error, 1)
+	go func() { done <- tu.Complete(placement.Ambiguous) }()
+	<-gs.entered
+	var qe *QuarantinedError
+	_, err = r1.Start(tctx(t), "s", nil)
+	require.ErrorAs(t, err, &qe)
+	require.True(t, qe.Local)
+	require.NoError(t, r1.Resolve(tctx(t), "s", qe.Attempt, qe.Gen, true))
+	close(gs.gate)
+	require.ErrorIs(t, <-done, ErrQuarantined)
+	tu.Done(false)
+	require.Equal(t, claims.Quarantined, mustClaim(t, e, "s").State)
+	_, err = r1.Start(tctx(t), "s", nil)
+	require.ErrorIs(t, err, ErrQuarantined, "routed under a claim the store has quarantined")
+}
+
+// A record an earlier Reset evicted keeps its lease in flight; when the
+// replica's store session is lost later (its holds vanish, a second
+// Reset), that record is held again too, not only the key's current
+// record and the holder: another replica's close must not delete the
+// claim under its lease.
+func TestGap_ResetReholdsEveryLeasedRecord(t *testing.T) {
+	e := newEnv(t, 1, nil, 0)
+	r1, _ := e.replica("r1")
+	r2, _ := e.replica("r2")
+	a := open(t, r1, "s", to("w1"))
+	defer a.Done(false)
+	resets := r1.Stats().Resets
+	e.b.InjectReset("r1")
+	require.Eventually(t, func() bool { return r1.Stats().Resets > resets }, waitFor, tick)
+	r1.Tick(tctx(t))
+	// A short turn reads the claim again: its record makes the hold.
+	require.False(t, serve(t, r1, "s", nil, placement.Accepted, false).Hit())
+	resets = r1.Stats().Resets
+	e.b.LoseSession("r1")
+	require.NotContains(t, e.b.Holders("s"), "r1")
+	require.Eventually(t, func() bool { return r1.Stats().Resets > resets }, waitFor, tick)
+	r1.Tick(tctx(t))
+	require.Contains(t, e.b.Holders("s"), "r1", "the lease in flight is not held in the store")
+	serve(t, r2, "s", nil, placement.Accepted, true) // r2's final request
+	_, ok := e.claimOf("s")
+	require.True(t, ok, "another replica's close deleted the claim under a lease")
+}
+
+// A placing turn's Hold that finds the claim rewritten in its lineage
+// meanwhile (quarantined and resolved elsewhere) holds the lineage by the
+// revision its request is on (HoldLineage) at the next pass: a replica
+// with a lease in flight is a holder in the store.
+func TestGap_MovedHoldWithLeaseHoldsLineage(t *testing.T) {
+	e := newEnv(t, 1, nil, 0)
+	hs := &holdHookStore{}
+	r1, _ := e.replica("r1", func(c *Config) { hs.Store = c.Store; c.Store = hs })
+	r2, _ := e.replica("r2")
+	hook := func() {
+		ctx := tctx(t)
+		cl := mustClaim(t, e, "s")
+		q, err := e.workers.Quarantine(ctx, "s", cl.Rev, 99, cl.Gen)
+		require.NoError(t, err)
+		_, _, err = e.workers.Resolve(ctx, "s", q.Attempt, q.Gen, true)
+		require.NoError(t, err)
+	}
+	hs.onHold.Store(&hook)
+	a := open(t, r1, "s", to("w1"))
+	defer a.Done(false)
+	r1.Tick(tctx(t))
+	require.Contains(t, e.b.Holders("s"), "r1", "the lease in flight is not held in the store")
+	serve(t, r2, "s", nil, placement.Accepted, true) // r2's final request
+	_, ok := e.claimOf("s")
+	require.True(t, ok, "another replica's close deleted the claim under a lease")
+}
+
+// A caller that joins a shared CreateOrGet after a Reset was processed
+// gets the Reset count from before it (the claim was read before the
+// Reset), so readClaim reads the claim again instead of caching a claim
+// whose Delete the lost events may have carried.
+func TestGap_SharedReadAcrossResetIsStale(t *testing.T) {
+	e := newEnv(t, 1, nil, 0)
+	r1, cs := e.replica("r1")
+	cs.createDelay = 200 * time.Millisecond
+	propose := func() (claims.Target, error) { return claims.Target{Worker: "w1"}, nil }
+	before := r1.epoch.Load()
+	first := make(chan uint64, 1)
+	go func() {
+		_, _, ep, err := r1.createOrGet(context.Background(), "s", propose)
+		assert.NoError(t, err)
+		first <- ep
+	}()
+	require.Eventually(t, func() bool { return r1.sfRunning.Load() == 1 }, waitFor, tick)
+	resets := r1.Stats().Resets
+	e.b.InjectReset("r1")
+	require.Eventually(t, func() bool { return r1.Stats().Resets > resets }, waitFor, tick)
+	require.Equal(t, 1, cs.n("CreateOrGet"))
+	_, _, ep, err := r1.createOrGet(tctx(t), "s", propose)
+	require.NoError(t, err)
+	require.Equal(t, 1, cs.n("CreateOrGet"), "the second caller did not join the shared call")
+	assert.Equal(t, before, ep, "a read shared across a Reset looks fresh")
+	assert.NotEqual(t, before, r1.epoch.Load())
+	assert.Equal(t, before, <-first)
+}
