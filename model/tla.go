@@ -1,15 +1,12 @@
 package model
 
 import (
-	"bufio"
-	"crypto/sha256"
-	"encoding/binary"
-	"encoding/hex"
 	"fmt"
 	"io"
-	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/placementlab/placement/model/tlcout"
 )
 
 // Key is a compact canonical encoding of s: two states are equal exactly
@@ -30,18 +27,9 @@ func DecodeKey(key string) (State, error) {
 	return s.Clone(), nil
 }
 
-// StateSetHash is the SHA-256 of a set of state keys, independent of order.
-func StateSetHash(keys []string) string {
-	sorted := append([]string(nil), keys...)
-	sort.Strings(sorted)
-	h := sha256.New()
-	var n [binary.MaxVarintLen64]byte
-	for _, k := range sorted {
-		h.Write(n[:binary.PutUvarint(n[:], uint64(len(k)))])
-		h.Write([]byte(k))
-	}
-	return hex.EncodeToString(h.Sum(nil))
-}
+// StateSetHash is the SHA-256 of a set of state keys, independent of order
+// (tlcout.StateSetHash, which the claims model's explorer uses as well).
+func StateSetHash(keys []string) string { return tlcout.StateSetHash(keys) }
 
 func nameOr(names []string, i int, none string) string {
 	if i == None || i < 0 || i >= len(names) {
@@ -119,208 +107,51 @@ func (m *Model) FormatState(s *State) string {
 	return b.String()
 }
 
-// tlaValue is a parsed TLA+ value as TLC prints it.
-type tlaValue struct {
-	kind   byte // 'i' int, 's' string, 'b' bool, 'm' model value, 'r' record, 'f' function, 't' tuple
-	num    int64
-	str    string
-	fields map[string]*tlaValue // records and functions over model values
-	elems  []*tlaValue          // tuples (sequences)
-}
-
-type tlaParser struct {
-	s   string
-	pos int
-}
-
-func (p *tlaParser) skip() {
-	for p.pos < len(p.s) && strings.ContainsRune(" \t\r\n", rune(p.s[p.pos])) {
-		p.pos++
-	}
-}
-
-func (p *tlaParser) eat(tok string) bool {
-	p.skip()
-	if strings.HasPrefix(p.s[p.pos:], tok) {
-		p.pos += len(tok)
-		return true
-	}
-	return false
-}
-
-func (p *tlaParser) fail(what string) error {
-	end := min(p.pos+30, len(p.s))
-	return fmt.Errorf("tla: expected %s at %q", what, p.s[p.pos:end])
-}
-
-func (p *tlaParser) ident() string {
-	p.skip()
-	i := p.pos
-	for p.pos < len(p.s) {
-		c := p.s[p.pos]
-		if c == '_' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' {
-			p.pos++
-			continue
-		}
-		break
-	}
-	return p.s[i:p.pos]
-}
-
-func (p *tlaParser) value() (*tlaValue, error) {
-	p.skip()
-	if p.pos >= len(p.s) {
-		return nil, p.fail("a value")
-	}
-	switch c := p.s[p.pos]; {
-	case strings.HasPrefix(p.s[p.pos:], "<<"):
-		p.pos += 2
-		v := &tlaValue{kind: 't'}
-		if p.eat(">>") {
-			return v, nil
-		}
-		for {
-			e, err := p.value()
-			if err != nil {
-				return nil, err
-			}
-			v.elems = append(v.elems, e)
-			if p.eat(">>") {
-				return v, nil
-			}
-			if !p.eat(",") {
-				return nil, p.fail("',' or '>>'")
-			}
-		}
-	case c == '"':
-		end := strings.IndexByte(p.s[p.pos+1:], '"')
-		if end < 0 {
-			return nil, p.fail("a closing quote")
-		}
-		v := &tlaValue{kind: 's', str: p.s[p.pos+1 : p.pos+1+end]}
-		p.pos += end + 2
-		return v, nil
-	case c == '-' || c >= '0' && c <= '9':
-		i := p.pos
-		p.pos++
-		for p.pos < len(p.s) && p.s[p.pos] >= '0' && p.s[p.pos] <= '9' {
-			p.pos++
-		}
-		n, err := strconv.ParseInt(p.s[i:p.pos], 10, 64)
-		return &tlaValue{kind: 'i', num: n}, err
-	case c == '[':
-		p.pos++
-		v := &tlaValue{kind: 'r', fields: map[string]*tlaValue{}}
-		for {
-			name := p.ident()
-			if name == "" || !p.eat("|->") {
-				return nil, p.fail("a record field")
-			}
-			f, err := p.value()
-			if err != nil {
-				return nil, err
-			}
-			v.fields[name] = f
-			if p.eat("]") {
-				return v, nil
-			}
-			if !p.eat(",") {
-				return nil, p.fail("',' or ']'")
-			}
-		}
-	case c == '(':
-		p.pos++
-		v := &tlaValue{kind: 'f', fields: map[string]*tlaValue{}}
-		for {
-			name := p.ident()
-			if name == "" || !p.eat(":>") {
-				return nil, p.fail("a function pair")
-			}
-			f, err := p.value()
-			if err != nil {
-				return nil, err
-			}
-			v.fields[name] = f
-			if p.eat(")") {
-				return v, nil
-			}
-			if !p.eat("@@") {
-				return nil, p.fail("'@@' or ')'")
-			}
-		}
-	default:
-		name := p.ident()
-		switch name {
-		case "":
-			return nil, p.fail("a value")
-		case "TRUE", "FALSE":
-			return &tlaValue{kind: 'b', num: map[bool]int64{true: 1}[name == "TRUE"]}, nil
-		}
-		return &tlaValue{kind: 'm', str: name}, nil
-	}
-}
-
 // ParseState reads a state as TLC prints it (`/\ var = value` lines).
 func (m *Model) ParseState(text string) (State, error) {
-	vars := map[string]*tlaValue{}
-	p := &tlaParser{s: text}
-	for {
-		p.skip()
-		if p.pos >= len(p.s) {
-			break
-		}
-		if !p.eat(`/\`) {
-			return State{}, p.fail(`'/\'`)
-		}
-		name := p.ident()
-		if !p.eat("=") {
-			return State{}, p.fail("'='")
-		}
-		v, err := p.value()
-		if err != nil {
-			return State{}, err
-		}
-		vars[name] = v
+	vars, err := tlcout.ParseState(text)
+	if err != nil {
+		return State{}, err
 	}
 	return m.stateFromValues(vars)
 }
 
-func (m *Model) stateFromValues(vars map[string]*tlaValue) (State, error) {
+func (m *Model) stateFromValues(vars map[string]*tlcout.Value) (State, error) {
 	c := &m.Cfg
 	var err error
-	get := func(v *tlaValue, kind byte, what string) *tlaValue {
-		if v == nil || v.kind != kind {
+	get := func(v *tlcout.Value, kind tlcout.Kind, what string) *tlcout.Value {
+		if v == nil || v.Kind != kind {
 			if err == nil {
 				err = fmt.Errorf("tla: %s is missing or of the wrong kind", what)
 			}
-			return &tlaValue{fields: map[string]*tlaValue{}}
+			return &tlcout.Value{Fields: map[string]*tlcout.Value{}}
 		}
 		return v
 	}
-	index := func(names []string, none string, v *tlaValue, what string) int {
-		v = get(v, 'm', what)
-		if v.str == none {
+	index := func(names []string, none string, v *tlcout.Value, what string) int {
+		v = get(v, tlcout.KindModel, what)
+		if v.Str == none {
 			return None
 		}
 		for i, n := range names {
-			if n == v.str {
+			if n == v.Str {
 				return i
 			}
 		}
 		if err == nil {
-			err = fmt.Errorf("tla: %s names unknown value %s", what, v.str)
+			err = fmt.Errorf("tla: %s names unknown value %s", what, v.Str)
 		}
 		return None
 	}
-	num := func(v *tlaValue, what string) int64 { return get(v, 'i', what).num }
-	fn := func(name string, dom []string) []*tlaValue {
-		f := get(vars[name], 'f', name)
-		if err == nil && len(f.fields) != len(dom) {
-			err = fmt.Errorf("tla: %s has %d entries, want %d", name, len(f.fields), len(dom))
+	num := func(v *tlcout.Value, what string) int64 { return get(v, tlcout.KindInt, what).Num }
+	fn := func(name string, dom []string) []*tlcout.Value {
+		f := get(vars[name], tlcout.KindFunc, name)
+		if err == nil && len(f.Fields) != len(dom) {
+			err = fmt.Errorf("tla: %s has %d entries, want %d", name, len(f.Fields), len(dom))
 		}
-		out := make([]*tlaValue, len(dom))
+		out := make([]*tlcout.Value, len(dom))
 		for i, d := range dom {
-			out[i] = f.fields[d]
+			out[i] = f.Fields[d]
 		}
 		return out
 	}
@@ -331,8 +162,8 @@ func (m *Model) stateFromValues(vars map[string]*tlaValue) (State, error) {
 		s.Gen = append(s.Gen, int(num(g, "gen[t]")))
 	}
 	for _, ev := range fn("table", c.Keys) {
-		r := get(ev, 'r', "table[k]").fields
-		st := get(r["st"], 's', "st").str
+		r := get(ev, tlcout.KindRecord, "table[k]").Fields
+		st := get(r["st"], tlcout.KindString, "st").Str
 		var e Entry
 		e.St = 255
 		for i, n := range entryStateNames {
@@ -350,15 +181,15 @@ func (m *Model) stateFromValues(vars map[string]*tlaValue) (State, error) {
 		e.Deadline = num(r["deadline"], "deadline")
 		e.RDeadline = num(r["rdeadline"], "rdeadline")
 		e.Leases = int(num(r["leases"], "leases"))
-		e.Closing = get(r["closing"], 'b', "closing").num == 1
+		e.Closing = get(r["closing"], tlcout.KindBool, "closing").Num == 1
 		s.Table = append(s.Table, e)
 	}
 	for _, t := range fn("since", c.Keys) {
 		s.Since = append(s.Since, num(t, "since[k]"))
 	}
 	for _, rv := range fn("req", c.Requests) {
-		r := get(rv, 'r', "req[r]").fields
-		pc := get(r["pc"], 's', "pc").str
+		r := get(rv, tlcout.KindRecord, "req[r]").Fields
+		pc := get(r["pc"], tlcout.KindString, "pc").Str
 		q := Req{Pc: 255}
 		for i, n := range pcNames {
 			if n == pc {
@@ -376,7 +207,7 @@ func (m *Model) stateFromValues(vars map[string]*tlaValue) (State, error) {
 		var qs [][]int
 		for _, wv := range fn(name, c.Keys) {
 			var q []int
-			for _, e := range get(wv, 't', name+"[k]").elems {
+			for _, e := range get(wv, tlcout.KindTuple, name+"[k]").Elems {
 				q = append(q, index(c.Requests, "NoReq", e, name+"[k][i]"))
 			}
 			qs = append(qs, q)
@@ -390,33 +221,11 @@ func (m *Model) stateFromValues(vars map[string]*tlaValue) (State, error) {
 
 // ReadDump reads a TLC `-dump` file, calling yield for each state in it.
 func (m *Model) ReadDump(r io.Reader, yield func(State) error) error {
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	var cur strings.Builder
-	flush := func() error {
-		if strings.TrimSpace(cur.String()) == "" {
-			return nil
-		}
-		s, err := m.ParseState(cur.String())
-		cur.Reset()
+	return tlcout.ReadDump(r, func(text string) error {
+		s, err := m.ParseState(text)
 		if err != nil {
 			return err
 		}
 		return yield(s)
-	}
-	for sc.Scan() {
-		line := sc.Text()
-		if strings.HasPrefix(line, "State ") && strings.HasSuffix(line, ":") {
-			if err := flush(); err != nil {
-				return err
-			}
-			continue
-		}
-		cur.WriteString(line)
-		cur.WriteByte('\n')
-	}
-	if err := sc.Err(); err != nil {
-		return err
-	}
-	return flush()
+	})
 }

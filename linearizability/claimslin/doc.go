@@ -43,9 +43,10 @@
 //     (guarantee 1, the routing window); replicas agree on a revision's
 //     target (2); a replica closes only revisions it held (3); no new
 //     attempt under a quarantined revision (4); no Close made by a final
-//     request while another turn of the replica held a lease on the same
-//     local record, and no deleting Close while another replica held a
-//     lease and stayed connected (6);
+//     request while another turn of the replica held a lease on the
+//     session's claim (any local record, any revision of its lineage),
+//     and no deleting Close while another replica held a lease on the
+//     revision it had bound and stayed connected (6);
 //   - the event streams against the store history (CheckEvents).
 //
 // Under -tags placement_mutants with PLACEMENT_MUTANT set, impl/replica's
@@ -56,45 +57,58 @@
 //
 // # Known gaps of impl/replica
 //
-// The routing runs found these in impl/replica (reported; not worked
-// around in the checks):
+// One remains, by design: while a placing turn's first Hold is in flight,
+// a hit on another lane of the same replica can take a lease on the new
+// binding before the Hold reaches the store, so another replica's Close
+// can delete the claim under that lease (guarantee 6). The check counts
+// another replica's leases only once its placing turn under the revision
+// was accepted (boundBefore); that is its only relaxation. Every other
+// lease counts: the closer's own turns' leases on any local record of the
+// session, under any revision of its lineage, and another replica's
+// leases across the Resets it processed, as long as it stayed connected.
+// The routing runs drive every path: long turns hold on across Resets
+// and Deletes of their session, and a replica's own quarantine the store
+// has not recorded is resolved as accepted too.
 //
-//   - Leases are counted per local record, not per session: when a Reset
-//     evicts a cached claim while turns hold leases on it and a later turn
-//     reads the same revision again, the last lease of either record
-//     closes the claim (Close, Done(final)) while the other's turns still
-//     hold leases on it; and the claim of an evicted record is no longer
-//     touched, so a request longer than the idle TTL that a Reset
-//     overtook loses its claim (guarantees 5 and 6). The guarantee 6
-//     check counts only leases on the final turn's own record
-//     (sameRecord), and the routing runs' long turns let go when their
-//     replica processes a Reset or a Delete of their session (unless
-//     Plan.KnownGaps). (A Delete that only means a rewrite, a deferred
-//     close or a quarantine, leaves the store's hold on the new revision:
-//     the evicted record's leases keep it held, untouched.)
+// # Found and fixed in impl/replica
+//
+// The routing runs found these; impl/replica fixed them, each with a
+// regression test in impl/replica/gaps_test.go (TestGap_*):
+//
+//   - Leases were counted per local record, not per session: after a
+//     Reset evicted a cached claim while turns held leases on it and a
+//     later turn read the same revision again, the last lease of either
+//     record closed the claim (Close, Done(final)) while the other's
+//     turns still held leases, and an evicted record's claim was no longer
+//     touched, so a long request a Reset overtook lost its claim
+//     (guarantees 5 and 6). Leases are now counted per session across its
+//     records, and evicted records with leases are touched
+//     (TestGap_LeasesCountedPerSession,
+//     TestGap_EvictedRecordWithLeasesTouched).
 //   - Coordinator.Resolve(accepted) of a replica's own quarantine that the
-//     store has not recorded (its write found the store unreachable, or
-//     is still in flight) binds the session again under the quarantine's
-//     old revision without checking that it is still current, and a
-//     Delete of that revision that arrives while the quarantine write is
-//     in flight is dropped (onDelete defers to the write, which rechecks
-//     only its own record): later hits route under a claim that ended,
-//     after its Delete or a Reset was processed (guarantee 1), even while
-//     the store has the session quarantined (guarantee 4). The routing
-//     runs resolve such a quarantine only as not accepted (unless
-//     Plan.KnownGaps, CLAIMSLIN_KNOWN_GAPS=1).
-//   - A placing turn whose record a Reset evicted during its dispatch is
-//     accepted with a lease but without a Hold in the store; and the
-//     records a Reset evicted keep their leases without a hold that
-//     follows them: another replica's Close deletes the claim under those
-//     leases (guarantee 6). The check does not count the leases of a
-//     replica that processed a Reset since it first routed under the
-//     revision.
-//   - A hit can take a lease on a binding that a placing turn made before
-//     that turn's Hold reached the store: another replica's Close then
-//     deletes the claim under the lease (guarantee 6). The check counts
-//     another replica's leases only once its placing turn under the
-//     revision was accepted (boundBefore).
+//     store had not recorded bound the session again under the old
+//     revision unchecked, and a Delete arriving while the quarantine write
+//     was in flight was dropped (guarantees 1 and 4). Resolve now binds
+//     only under a revision the store confirms, and Deletes and Resets
+//     that arrive during a write are applied after it
+//     (TestGap_ResolveUnwrittenChecksRevision,
+//     TestGap_DeleteDuringQuarantineWriteApplied).
+//   - A placing turn whose record a Reset evicted during its dispatch was
+//     accepted without a Hold in the store, and records a Reset evicted
+//     kept their leases without a hold (guarantee 6). Every leased record
+//     is held again after a Reset, by its lineage when it was rewritten
+//     (TestGap_ResetReholdsEveryLeasedRecord,
+//     TestGap_MovedHoldWithLeaseHoldsLineage).
+//   - A hit could take a lease on a record an eviction had just dropped;
+//     a shared CreateOrGet read before a Reset was used after it. A hit's
+//     lease is now taken under the slot lock after an eviction re-check,
+//     and such a read is made again (TestGap_SharedReadAcrossResetIsStale).
+//
+// The check used to steer around these (a Plan.KnownGaps switch,
+// CLAIMSLIN_KNOWN_GAPS, long turns letting go on a Reset, only "not
+// accepted" resolves of unrecorded quarantines) and to relax guarantee 6
+// (only leases on the final turn's own record; no leases of a replica
+// that processed a Reset). All of that is gone.
 //
 // One failure remains unexplained: about one memstore routing run in 200
 // had a replica route under a revision that ended before a Reset ("stream

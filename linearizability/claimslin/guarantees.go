@@ -66,51 +66,14 @@ func (v Violation) String() string {
 	return fmt.Sprintf("guarantee %d broken: %s", v.Guarantee, v.What)
 }
 
-// sameRecord reports whether turns a and b of one replica on one session
-// (mine: that replica's routes) took their leases on the same local record
-// of the session's claim, as far as the routes show: each placing turn
-// makes a new record (its lease is on it), a hit takes its lease on the
-// newest record; so they did unless the later of the two is a placing
-// turn, or a placing turn of the session returned between their starts.
-func sameRecord(mine []Route, a, b Route) bool {
-	// A turn's record is chosen (or, a placing turn's, made) within its
-	// Start: [Call, Return].
-	first, second := a, b
-	if b.Call < a.Call {
-		first, second = b, a
-	}
-	if second.Attempt {
-		return false
-	}
-	for _, p := range mine {
-		if p.Key == a.Key && p.Attempt && p.Return > first.Call && p.Call < second.Return {
-			if p.Call == first.Call && p.Return == first.Return {
-				continue // first itself
-			}
-			return false
-		}
-	}
-	return true
-}
-
 // boundBefore reports whether a placing turn of routes under revision rev
 // of key was accepted (its Complete, which holds the claim in the store,
-// returned) by at: impl/replica lets a hit take a lease on a binding whose
-// Hold is still in flight (a known gap, see the package doc).
+// returned) by at. impl/replica lets a hit on another lane take a lease on
+// a binding whose first Hold is still in flight (by design, see the
+// package doc): such a lease is not the store's to protect yet.
 func boundBefore(routes []Route, key int, rev, at int64) bool {
 	for _, p := range routes {
 		if p.Key == key && p.Rev == rev && p.Attempt && p.LeaseFrom > 0 && p.LeaseFrom <= at {
-			return true
-		}
-	}
-	return false
-}
-
-// resetBetween reports whether one of processed is a Reset whose
-// processing overlapped [from, to].
-func resetBetween(processed []Processed, from, to int64) bool {
-	for _, p := range processed {
-		if p.Event.Kind == claims.Reset && p.Delivered <= to && (p.By == 0 || p.By >= from) {
 			return true
 		}
 	}
@@ -164,6 +127,15 @@ type revision struct {
 
 // timeline is what a store history says of every key's revisions.
 type timeline map[int]map[int64]*revision
+
+// lineage returns the revision that created the lineage of revision rev
+// of key k (rev itself when the history does not say).
+func (tl timeline) lineage(k int, rev int64) int64 {
+	if r := tl[k][rev]; r != nil && r.known && r.Born != 0 {
+		return r.Born
+	}
+	return rev
+}
 
 func (tl timeline) rev(k int, rev int64) *revision {
 	m := tl[k]
@@ -268,10 +240,10 @@ func buildTimeline(h []porcupine.Operation, delivered []Received) timeline {
 //   - 6, no close under another's leases: a Close that deleted a claim
 //     did not run wholly inside another replica's local lease on that
 //     revision while that replica stayed connected (connected), and a
-//     Close that a final
-//     turn's Done made did not run wholly inside a lease of another turn
-//     of the closer's on the same local record (sameRecord: its last
-//     local lease ends first).
+//     Close that a final turn's Done made did not run wholly inside a
+//     lease of another turn of the closer's on the session's claim (any
+//     revision of its lineage, whichever local record held it: the
+//     session's last local lease ends first).
 //
 // Guarantee 5 (no expiry in use) is checked on the store history by the
 // model (Params.HeldNoExpiry).
@@ -359,7 +331,7 @@ func CheckGuarantees(h []porcupine.Operation, delivered []Received, routes []Rou
 		// replica's local lease on the revision that the store knew of;
 		// or a Close a final turn's Done made (it ran within that Done)
 		// wholly inside a lease of another turn of the closer's on the
-		// same local record.
+		// session's claim (any revision of the lineage).
 		if o.Unknown || o.Err != ErrNone || o.Close == CloseStale {
 			continue
 		}
@@ -370,29 +342,34 @@ func CheckGuarantees(h []porcupine.Operation, delivered []Received, routes []Rou
 				break
 			}
 		}
+		lineage := tl.lineage(in.Key, in.Rev)
 		for _, r := range routes {
-			if r.Key != in.Key || r.Rev != in.Rev || r.LeaseFrom == 0 || r.LeaseFrom >= op.Call || r.End <= op.Return {
+			if r.Key != in.Key || r.LeaseFrom == 0 || r.LeaseFrom >= op.Call || r.End <= op.Return {
 				continue
 			}
-			// Another replica's lease counts when that replica had bound
-			// the revision by then (a placing turn of its under it was
-			// accepted: its Hold was made) and stayed connected since it
-			// first routed under it (a replica cut off from the store, or
-			// whose session was lost, or that gave its hold up, or that
-			// processed a Reset meanwhile (impl/replica does not hold the
-			// claims of records a Reset evicted: a known gap), is not
-			// protected).
-			if r.Replica != in.Client && (o.Close != CloseDeleted || !boundBefore(routed[r.Replica], in.Key, in.Rev, r.LeaseFrom) ||
-				!connected(h, r.Replica, in.Key, firstUnder(routed[r.Replica], in.Key, in.Rev), op.Return) ||
-				resetBetween(byReplica[r.Replica], firstUnder(routed[r.Replica], in.Key, in.Rev), op.Return)) {
+			// Another replica's lease on the revision counts when that
+			// replica had bound the revision by then (a placing turn of
+			// its under it was accepted: its Hold was made; a hit on a
+			// binding whose first Hold is in flight is the one window
+			// impl/replica leaves by design) and stayed connected since
+			// it first routed under it (a replica cut off from the store,
+			// or whose session was lost, or that gave its hold up, is not
+			// protected). Resets it processed meanwhile do not matter:
+			// impl/replica holds every leased claim again after one.
+			if r.Replica != in.Client && (r.Rev != in.Rev || o.Close != CloseDeleted || !boundBefore(routed[r.Replica], in.Key, in.Rev, r.LeaseFrom) ||
+				!connected(h, r.Replica, in.Key, firstUnder(routed[r.Replica], in.Key, in.Rev), op.Return)) {
 				continue
 			}
-			if r.Replica == in.Client && (final == nil || !sameRecord(routed[in.Client], *final, r)) {
+			// The closer's own turns: every lease on the session's claim
+			// counts, on any of its local records, under any revision of
+			// the lineage (impl/replica counts leases per session).
+			if r.Replica == in.Client && (final == nil || !(r.Rev == in.Rev || r.EndRev == in.Rev ||
+				r.Rev != 0 && tl.lineage(in.Key, r.Rev) == lineage || r.EndRev != 0 && tl.lineage(in.Key, r.EndRev) == lineage)) {
 				continue
 			}
 			whose := fmt.Sprintf("r%d", r.Replica)
 			if r.Replica == in.Client {
-				whose = fmt.Sprintf("another of its own turns (on the record of the final turn [%d,%d] whose Done closed)", final.LeaseFrom, final.End)
+				whose = fmt.Sprintf("another of its own turns (rev %d; the final turn [%d,%d] whose Done closed)", r.Rev, final.LeaseFrom, final.End)
 			}
 			add(6, "r%d's Close of s%d rev %d (%s) at [%d,%d] while %s held a local lease on it ([%d,%d])",
 				in.Client, in.Key, in.Rev, closeNames[o.Close%4], op.Call, op.Return, whose, r.LeaseFrom, r.End)

@@ -75,8 +75,12 @@ func TestCheckGuaranteesRejects(t *testing.T) {
 	assert.Empty(t, withCloser(placed, lease))
 	lease.End = 45
 	assert.Equal(t, []int{6}, withCloser(placed, lease))
-	// Not before r2's placing turn was accepted (its Hold in flight).
+	// Not before r2's placing turn was accepted (its Hold in flight: the
+	// one window impl/replica leaves by design).
 	assert.Empty(t, withCloser(lease))
+	// A Reset r2 processed meanwhile does not excuse it: impl/replica
+	// holds every leased claim again after one.
+	assert.Equal(t, []int{6}, check([]Route{placed, lease}, Processed{Replica: 2, Event: claims.Event{Kind: claims.Reset}, Delivered: 20, By: 22}))
 	// Not when r2's session was lost meanwhile, or a call of r2's found
 	// the store unreachable.
 	lost := op(8, 25, 26, Input{Op: OpEndSession, Replica: 2}, Output{})
@@ -95,14 +99,35 @@ func TestCheckGuaranteesRejects(t *testing.T) {
 	final := closer
 	final.Final, final.End, final.DoneAt = true, 29, 41
 	assert.Equal(t, []int{6}, bare([]Route{final, lease}))
-	// Not when a placing turn of r1's read the claim again between the
-	// two (the lease is on another record).
+	// Also when a placing turn of r1's read the claim again between the
+	// two (the lease is on another local record: leases are the
+	// session's).
 	reread := route(1, 17, c5)
 	reread.Attempt = true
-	assert.Empty(t, bare([]Route{final, lease, reread}))
+	assert.Equal(t, []int{6}, bare([]Route{final, lease, reread}))
 	// A lease on another revision says nothing.
 	lease.Rev = 4
 	assert.Empty(t, withCloser(lease))
+	// Unless it is of the same lineage: rev 12 rewrote rev 10 (Born 10),
+	// and r1's final turn closed rev 12 while another turn of its held a
+	// lease under rev 10.
+	c10 := Claim{Rev: 10, T: w0, Gen: 1, St: StBound, Born: 10}
+	c12 := Claim{Rev: 12, T: w0, Gen: 1, St: StBound, Born: 10}
+	other := Claim{Rev: 11, T: w0, Gen: 1, St: StBound, Born: 11}
+	lineage := []porcupine.Operation{
+		op(0, 10, 20, Input{Op: OpCreateOrGet, Key: 0, Target: w0}, claimOut(c10, true)),
+		op(1, 21, 22, Input{Op: OpGet, Key: 0}, claimOut(c12, false)),
+		op(1, 30, 40, Input{Op: OpClose, Key: 0, Rev: 12}, Output{Close: CloseDeleted}),
+	}
+	fin := route(1, 23, c12)
+	fin.Final, fin.End, fin.DoneAt = true, 29, 41
+	old := route(1, 12, c10)
+	old.End = 45
+	assert.Equal(t, []int{6}, guarantees(CheckGuarantees(lineage, nil, []Route{fin, old}, nil)))
+	old.End = 28
+	assert.Empty(t, guarantees(CheckGuarantees(lineage, nil, []Route{fin, old}, nil)))
+	old.Rev, old.End = other.Rev, 45
+	assert.Empty(t, guarantees(CheckGuarantees(lineage, nil, []Route{fin, old}, nil)), "another lineage")
 }
 
 // TestHeldNoExpiry: with Params.HeldNoExpiry the model refuses a held

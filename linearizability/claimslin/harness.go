@@ -54,11 +54,6 @@ type Plan struct {
 	// turns, and the history is their store calls.
 	Routing bool `json:"routing,omitempty"`
 	Lanes   int  `json:"lanes,omitempty"`
-	// KnownGaps: a routing run also drives the paths of impl/replica's
-	// known gaps (see the package doc): a replica's own quarantine that
-	// the store has not recorded resolved as accepted, and long turns
-	// held on across a Reset. Off, the runs steer around them.
-	KnownGaps bool `json:"known_gaps,omitempty"`
 }
 
 // The faults.

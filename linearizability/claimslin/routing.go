@@ -140,10 +140,6 @@ type procStore struct {
 
 	mu   *sync.Mutex
 	done *[]Processed
-	// resets counts the Resets delivered to the replica, deletes the
-	// Deletes of each key.
-	resets  *atomic.Int64
-	deletes []atomic.Int64
 }
 
 // Events implements claims.Store.
@@ -166,13 +162,6 @@ func (p *procStore) Events(ctx context.Context) (<-chan claims.Event, error) {
 				return
 			}
 			at := p.j.Now()
-			// Counted as soon as delivered: the replica may evict at once.
-			switch k := index(ev.Key, "s%d"); {
-			case ev.Kind == claims.Reset:
-				p.resets.Add(1)
-			case ev.Kind == claims.Delete && k >= 0 && k < len(p.deletes):
-				p.deletes[k].Add(1)
-			}
 			select {
 			case out <- claims.Event{Kind: claims.Delete, Key: barrierKey}:
 			case <-ctx.Done():
@@ -241,8 +230,6 @@ func ExecuteRoutes(plan Plan) (*RoutingRun, error) {
 	var processed []Processed
 	stores := make([]claims.Store, plan.Replicas)
 	coords := make([]*replica.Coordinator, plan.Replicas)
-	resets := make([]atomic.Int64, plan.Replicas)
-	deletes := make([][]atomic.Int64, plan.Replicas)
 	defer func() {
 		for i, c := range coords {
 			if c != nil {
@@ -259,10 +246,9 @@ func ExecuteRoutes(plan Plan) (*RoutingRun, error) {
 			return nil, err
 		}
 		stores[i] = s
-		deletes[i] = make([]atomic.Int64, plan.Keys)
 		ctx, cancel := context.WithTimeout(runCtx, 4*e.callLimit())
 		coords[i], err = replica.New(ctx, replica.Config{
-			Store:        &procStore{Store: j.Wrap(i, s), j: j, client: i, mu: &pmu, done: &processed, resets: &resets[i], deletes: deletes[i]},
+			Store:        &procStore{Store: j.Wrap(i, s), j: j, client: i, mu: &pmu, done: &processed},
 			Name:         replicaName(i),
 			IdleTTL:      idle,
 			Clock:        clock,
@@ -297,21 +283,15 @@ func ExecuteRoutes(plan Plan) (*RoutingRun, error) {
 	closing := make([]atomic.Bool, plan.Keys)
 	// long holds replica i's turn's lease on session k while the manual
 	// clock moves on by more than the idle TTL (a long request: its claim
-	// must be kept alive meanwhile), for at most longHold. Unless
-	// plan.KnownGaps, it lets go when the replica has been delivered a
-	// Reset or a Delete of k since the turn began (ended was n): impl/replica keeps
-	// alive only the claims of its current records, not the claim (or its
-	// rewrite, which the store's holds follow) of a record evicted while
-	// its leases were held (a known gap; see the package doc).
-	// ended counts the events delivered to replica i that may end its
-	// cached claim of key k: Resets, and Deletes of k.
-	ended := func(i, k int) int64 { return resets[i].Load() + deletes[i][k].Load() }
-	long := func(ctx context.Context, i, k int, n int64) bool { return false }
+	// must be kept alive meanwhile), for at most longHold. It holds on
+	// across Resets and Deletes of the session: impl/replica keeps every
+	// leased claim held and touched, evicted records' too.
+	long := func(ctx context.Context) bool { return false }
 	if clock != nil {
-		long = func(ctx context.Context, i, k int, n int64) bool {
+		long = func(ctx context.Context) bool {
 			from, limit := clock.Now(), time.Now().Add(longHold)
 			for clock.Now()-from <= time.Duration(plan.Params.TTL)*6/5 {
-				if time.Now().After(limit) || ctx.Err() != nil || !plan.KnownGaps && ended(i, k) != n {
+				if time.Now().After(limit) || ctx.Err() != nil {
 					return false
 				}
 				select { // the injector moves the clock on sooner
@@ -372,8 +352,7 @@ func ExecuteRoutes(plan Plan) (*RoutingRun, error) {
 						}
 					}
 					mine = append(mine, laneTurn(runCtx, j, c, i, rng, plan, closing, func(ctx context.Context, k int) func() bool {
-						n := ended(i, k)
-						return func() bool { return long(ctx, i, k, n) }
+						return func() bool { return long(ctx) }
 					}, &lc)...)
 				}
 				rmu.Lock()
@@ -484,11 +463,10 @@ func laneTurn(ctx context.Context, j *Journal, c *replica.Coordinator, i int, rn
 		case errors.As(err, &qe):
 			cov.Quarantined++
 			if rng.IntN(3) == 0 {
-				// The worker tells how the attempt went. (Accepted, a
-				// replica's own quarantine the store has not recorded is
-				// bound again under its old revision unchecked: a known
-				// gap, driven only with plan.KnownGaps.)
-				accepted := rng.IntN(2) == 0 && (plan.KnownGaps || !qe.Local || qe.Rev != 0)
+				// The worker tells how the attempt went (accepted, a
+				// replica's own quarantine the store has not recorded
+				// binds again only under a revision the store confirms).
+				accepted := rng.IntN(2) == 0
 				if c.Resolve(ctx, key, qe.Attempt, qe.Gen, accepted) == nil {
 					cov.Resolves++
 				}

@@ -22,8 +22,6 @@ import (
 // leases). CLAIMSLIN_ROUTING_SEED and CLAIMSLIN_ROUTING_SEEDS (or
 // LINEARIZABILITY_SEED, as the bug zoo sets it) choose the seeds; it stops
 // at the first failing one and names the file that re-checks it.
-// CLAIMSLIN_KNOWN_GAPS=1 drives the paths of impl/replica's known gaps
-// too (Plan.KnownGaps; it then fails on them now and then).
 func TestRoutingMem(t *testing.T) {
 	routing(t, BackendMem, 4, histfile.EnvInt(120, "CLAIMSLIN_ROUTING_TURNS"))
 }
@@ -46,7 +44,6 @@ func routing(t *testing.T, backend string, seeds, turns int) {
 	began := time.Now()
 	for seed := first; seed < first+uint64(n) || len(thinRouting(backend, cov.RoutingCoverage)) > 0 && seed < first+uint64(3*n); seed++ {
 		plan := DrawRoutingPlan(seed, turns, backend)
-		plan.KnownGaps = os.Getenv("CLAIMSLIN_KNOWN_GAPS") == "1"
 		start := time.Now()
 		run, err := ExecuteRoutes(plan)
 		require.NoError(t, err, "seed %d", seed)

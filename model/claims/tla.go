@@ -1,12 +1,13 @@
 package claims
 
 import (
-	"bufio"
 	"errors"
 	"fmt"
 	"io"
 	"strconv"
 	"strings"
+
+	"github.com/placementlab/placement/model/tlcout"
 )
 
 // ErrDecode is returned (wrapped) for a state key or a TLC state the model
@@ -163,168 +164,20 @@ func (m *Model) FormatState(s *State) string {
 	return b.String()
 }
 
-// tlaValue is a parsed TLA+ value as TLC prints it.
-type tlaValue struct {
-	kind   byte // 'i' int, 's' string, 'b' bool, 'm' model value, 'r' record, 'f' function, 't' tuple, 'e' set
-	num    int64
-	str    string
-	fields map[string]*tlaValue
-	elems  []*tlaValue
-}
-
-type tlaParser struct {
-	s   string
-	pos int
-}
-
-func (p *tlaParser) skip() {
-	for p.pos < len(p.s) && strings.ContainsRune(" \t\r\n", rune(p.s[p.pos])) {
-		p.pos++
-	}
-}
-
-func (p *tlaParser) eat(tok string) bool {
-	p.skip()
-	if strings.HasPrefix(p.s[p.pos:], tok) {
-		p.pos += len(tok)
-		return true
-	}
-	return false
-}
-
-func (p *tlaParser) fail(what string) error {
-	end := min(p.pos+30, len(p.s))
-	return fmt.Errorf("%w: expected %s at %q", ErrDecode, what, p.s[p.pos:end])
-}
-
-func (p *tlaParser) ident() string {
-	p.skip()
-	i := p.pos
-	for p.pos < len(p.s) {
-		c := p.s[p.pos]
-		if c == '_' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' {
-			p.pos++
-			continue
-		}
-		break
-	}
-	return p.s[i:p.pos]
-}
-
-// list parses values separated by sep up to close (the opener is eaten).
-func (p *tlaParser) list(close string) ([]*tlaValue, error) {
-	var out []*tlaValue
-	if p.eat(close) {
-		return out, nil
-	}
-	for {
-		e, err := p.value()
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, e)
-		if p.eat(close) {
-			return out, nil
-		}
-		if !p.eat(",") {
-			return nil, p.fail("',' or '" + close + "'")
-		}
-	}
-}
-
-func (p *tlaParser) value() (*tlaValue, error) {
-	p.skip()
-	if p.pos >= len(p.s) {
-		return nil, p.fail("a value")
-	}
-	switch c := p.s[p.pos]; {
-	case strings.HasPrefix(p.s[p.pos:], "<<"):
-		p.pos += 2
-		elems, err := p.list(">>")
-		return &tlaValue{kind: 't', elems: elems}, err
-	case c == '{':
-		p.pos++
-		elems, err := p.list("}")
-		return &tlaValue{kind: 'e', elems: elems}, err
-	case c == '"':
-		end := strings.IndexByte(p.s[p.pos+1:], '"')
-		if end < 0 {
-			return nil, p.fail("a closing quote")
-		}
-		v := &tlaValue{kind: 's', str: p.s[p.pos+1 : p.pos+1+end]}
-		p.pos += end + 2
-		return v, nil
-	case c == '-' || c >= '0' && c <= '9':
-		i := p.pos
-		p.pos++
-		for p.pos < len(p.s) && p.s[p.pos] >= '0' && p.s[p.pos] <= '9' {
-			p.pos++
-		}
-		n, err := strconv.ParseInt(p.s[i:p.pos], 10, 64)
-		return &tlaValue{kind: 'i', num: n}, err
-	case c == '[' || c == '(':
-		p.pos++
-		sep, close, kind := "|->", "]", byte('r')
-		if c == '(' {
-			sep, close, kind = ":>", ")", 'f'
-		}
-		v := &tlaValue{kind: kind, fields: map[string]*tlaValue{}}
-		for {
-			name := p.ident()
-			if name == "" || !p.eat(sep) {
-				return nil, p.fail("a field or pair")
-			}
-			f, err := p.value()
-			if err != nil {
-				return nil, err
-			}
-			v.fields[name] = f
-			if p.eat(close) {
-				return v, nil
-			}
-			if !p.eat(",") && !p.eat("@@") {
-				return nil, p.fail("a separator")
-			}
-		}
-	default:
-		name := p.ident()
-		switch name {
-		case "":
-			return nil, p.fail("a value")
-		case "TRUE", "FALSE":
-			return &tlaValue{kind: 'b', num: map[bool]int64{true: 1}[name == "TRUE"]}, nil
-		}
-		return &tlaValue{kind: 'm', str: name}, nil
-	}
-}
-
 // ParseState reads a state as TLC prints it (`/\ var = value` lines);
 // variables the model does not have (the ghost step) are ignored.
 func (m *Model) ParseState(text string) (State, error) {
-	vars := map[string]*tlaValue{}
-	p := &tlaParser{s: text}
-	for {
-		p.skip()
-		if p.pos >= len(p.s) {
-			break
-		}
-		if !p.eat(`/\`) {
-			return State{}, p.fail(`'/\'`)
-		}
-		name := p.ident()
-		if !p.eat("=") {
-			return State{}, p.fail("'='")
-		}
-		v, err := p.value()
-		if err != nil {
-			return State{}, err
-		}
-		vars[name] = v
+	vars, err := tlcout.ParseState(text)
+	if se := (*tlcout.SyntaxError)(nil); errors.As(err, &se) {
+		return State{}, fmt.Errorf("%w: expected %s at %q", ErrDecode, se.Want, se.Near)
+	}
+	if err != nil {
+		return State{}, fmt.Errorf("%w: %w", ErrDecode, err)
 	}
 	return m.stateFromValues(vars)
 }
 
-func (m *Model) stateFromValues(vars map[string]*tlaValue) (State, error) {
+func (m *Model) stateFromValues(vars map[string]*tlcout.Value) (State, error) {
 	c := &m.Cfg
 	var err error
 	fail := func(format string, args ...any) {
@@ -332,40 +185,40 @@ func (m *Model) stateFromValues(vars map[string]*tlaValue) (State, error) {
 			err = fmt.Errorf("%w: %s", ErrDecode, fmt.Sprintf(format, args...))
 		}
 	}
-	get := func(v *tlaValue, kind byte, what string) *tlaValue {
-		if v == nil || v.kind != kind {
+	get := func(v *tlcout.Value, kind tlcout.Kind, what string) *tlcout.Value {
+		if v == nil || v.Kind != kind {
 			fail("%s is missing or of the wrong kind", what)
-			return &tlaValue{kind: kind, fields: map[string]*tlaValue{}}
+			return &tlcout.Value{Kind: kind, Fields: map[string]*tlcout.Value{}}
 		}
 		return v
 	}
-	index := func(names []string, none string, v *tlaValue, what string) int {
-		v = get(v, 'm', what)
-		if v.str == none {
+	index := func(names []string, none string, v *tlcout.Value, what string) int {
+		v = get(v, tlcout.KindModel, what)
+		if v.Str == none {
 			return None
 		}
 		for i, n := range names {
-			if n == v.str {
+			if n == v.Str {
 				return i
 			}
 		}
-		fail("%s names unknown value %s", what, v.str)
+		fail("%s names unknown value %s", what, v.Str)
 		return None
 	}
-	num := func(v *tlaValue, what string) int { return int(get(v, 'i', what).num) }
-	fn := func(v *tlaValue, name string, dom []string) []*tlaValue {
-		f := get(v, 'f', name)
-		if len(f.fields) != len(dom) {
-			fail("%s has %d entries, want %d", name, len(f.fields), len(dom))
+	num := func(v *tlcout.Value, what string) int { return int(get(v, tlcout.KindInt, what).Num) }
+	fn := func(v *tlcout.Value, name string, dom []string) []*tlcout.Value {
+		f := get(v, tlcout.KindFunc, name)
+		if len(f.Fields) != len(dom) {
+			fail("%s has %d entries, want %d", name, len(f.Fields), len(dom))
 		}
-		out := make([]*tlaValue, len(dom))
+		out := make([]*tlcout.Value, len(dom))
 		for i, d := range dom {
-			out[i] = f.fields[d]
+			out[i] = f.Fields[d]
 		}
 		return out
 	}
-	st := func(v *tlaValue) St {
-		name := get(v, 's', "st").str
+	st := func(v *tlcout.Value) St {
+		name := get(v, tlcout.KindString, "st").Str
 		for i, n := range stNames {
 			if n == name {
 				return St(i)
@@ -381,36 +234,36 @@ func (m *Model) stateFromValues(vars map[string]*tlaValue) (State, error) {
 		s.Gen[w] = num(g, "gen[w]")
 	}
 	for i, cv := range fn(vars["claim"], "claim", c.Sessions) {
-		f := get(cv, 'r', "claim[s]").fields
+		f := get(cv, tlcout.KindRecord, "claim[s]").Fields
 		s.Claim[i] = Claim{St: st(f["st"]), Rev: num(f["rev"], "rev"), Born: num(f["born"], "born"),
 			Target: index(c.Workers, "NoWorker", f["target"], "target"), Gen: num(f["gen"], "gen"),
 			Attempt: num(f["attempt"], "attempt")}
 	}
 	for i, hv := range fn(vars["holders"], "holders", c.Sessions) {
-		for _, e := range get(hv, 'e', "holders[s]").elems {
+		for _, e := range get(hv, tlcout.KindSet, "holders[s]").Elems {
 			s.Holders[i] |= 1 << uint(index(c.Replicas, "", e, "holder")&63)
 		}
 	}
 	for r, uv := range fn(vars["up"], "up", c.Replicas) {
-		s.Up[r] = get(uv, 'b', "up[r]").num == 1
+		s.Up[r] = get(uv, tlcout.KindBool, "up[r]").Num == 1
 	}
 	for r, rv := range fn(vars["cache"], "cache", c.Replicas) {
 		for ss, ev := range fn(rv, "cache[r]", c.Sessions) {
-			f := get(ev, 'r', "cache[r][s]").fields
+			f := get(ev, tlcout.KindRecord, "cache[r][s]").Fields
 			s.Cache[m.ix(r, ss)] = Entry{St: st(f["st"]), Rev: num(f["rev"], "rev"),
 				Target: index(c.Workers, "NoWorker", f["target"], "target"), Gen: num(f["gen"], "gen")}
 		}
 	}
 	for r, rv := range fn(vars["lease"], "lease", c.Replicas) {
 		for ss, lv := range fn(rv, "lease[r]", c.Sessions) {
-			f := get(lv, 'r', "lease[r][s]").fields
+			f := get(lv, tlcout.KindRecord, "lease[r][s]").Fields
 			s.Lease[m.ix(r, ss)] = Lease{N: num(f["n"], "n"), Rev: num(f["rev"], "rev")}
 		}
 	}
 	for r, qv := range fn(vars["chan"], "chan", c.Replicas) {
-		for _, ev := range get(qv, 't', "chan[r]").elems {
-			f := get(ev, 'r', "event").fields
-			kind := get(f["kind"], 's', "kind").str
+		for _, ev := range get(qv, tlcout.KindTuple, "chan[r]").Elems {
+			f := get(ev, tlcout.KindRecord, "event").Fields
+			kind := get(f["kind"], tlcout.KindString, "kind").Str
 			if kind != "Reset" && kind != "Delete" {
 				fail("unknown event kind %q", kind)
 			}
@@ -419,7 +272,7 @@ func (m *Model) stateFromValues(vars map[string]*tlaValue) (State, error) {
 		}
 	}
 	for i, ev := range fn(vars["ended"], "ended", c.Sessions) {
-		for _, e := range get(ev, 'e', "ended[s]").elems {
+		for _, e := range get(ev, tlcout.KindSet, "ended[s]").Elems {
 			v := num(e, "ended[s] element")
 			if v < 0 || v > 63 {
 				fail("ended revision %d out of range", v)
@@ -433,33 +286,11 @@ func (m *Model) stateFromValues(vars map[string]*tlaValue) (State, error) {
 
 // ReadDump reads a TLC `-dump` file, calling yield for each state in it.
 func (m *Model) ReadDump(r io.Reader, yield func(State) error) error {
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	var cur strings.Builder
-	flush := func() error {
-		if strings.TrimSpace(cur.String()) == "" {
-			return nil
-		}
-		s, err := m.ParseState(cur.String())
-		cur.Reset()
+	return tlcout.ReadDump(r, func(text string) error {
+		s, err := m.ParseState(text)
 		if err != nil {
 			return err
 		}
 		return yield(s)
-	}
-	for sc.Scan() {
-		line := sc.Text()
-		if strings.HasPrefix(line, "State ") && strings.HasSuffix(line, ":") {
-			if err := flush(); err != nil {
-				return err
-			}
-			continue
-		}
-		cur.WriteString(line)
-		cur.WriteByte('\n')
-	}
-	if err := sc.Err(); err != nil {
-		return err
-	}
-	return flush()
+	})
 }
