@@ -46,7 +46,8 @@
 //     request while another turn of the replica held a lease on the
 //     session's claim (any local record, any revision of its lineage),
 //     and no deleting Close while another replica held a lease on the
-//     revision it had bound and stayed connected (6);
+//     claim (any revision of its lineage), its Hold made, and stayed
+//     connected (6);
 //   - the event streams against the store history (CheckEvents).
 //
 // Under -tags placement_mutants with PLACEMENT_MUTANT set, impl/replica's
@@ -60,12 +61,17 @@
 // One remains, by design: while a placing turn's first Hold is in flight,
 // a hit on another lane of the same replica can take a lease on the new
 // binding before the Hold reaches the store, so another replica's Close
-// can delete the claim under that lease (guarantee 6). The check counts
-// another replica's leases only once its placing turn under the revision
-// was accepted (boundBefore); that is its only relaxation. Every other
-// lease counts: the closer's own turns' leases on any local record of the
-// session, under any revision of its lineage, and another replica's
-// leases across the Resets it processed, as long as it stayed connected.
+// can delete the claim under that lease (guarantee 6). The same window
+// opens when a Reset overtakes a placing turn's dispatch: the turn is
+// accepted with its lease and its Hold is queued for the keepalive (made
+// moments later; routing seed 178 on memstore had a Close land in it).
+// The check counts another replica's leases on the claim only once that
+// replica's Hold of it (of any revision of its lineage) had reached the
+// store before the Close (heldLineage); that is its only relaxation.
+// Every other lease counts: the closer's own turns' leases on any local
+// record of the session, and another replica's across the Resets it
+// processed while it stayed connected, both under any revision of the
+// claim's lineage.
 // The routing runs drive every path: long turns hold on across Resets
 // and Deletes of their session, and a replica's own quarantine the store
 // has not recorded is resolved as accepted too.
@@ -97,6 +103,8 @@
 //     accepted without a Hold in the store, and records a Reset evicted
 //     kept their leases without a hold (guarantee 6). Every leased record
 //     is held again after a Reset, by its lineage when it was rewritten
+//     (the overtaken placing turn's Hold is queued for the keepalive: the
+//     short window above)
 //     (TestGap_ResetReholdsEveryLeasedRecord,
 //     TestGap_MovedHoldWithLeaseHoldsLineage).
 //   - A hit could take a lease on a record an eviction had just dropped;
@@ -108,7 +116,10 @@
 // CLAIMSLIN_KNOWN_GAPS, long turns letting go on a Reset, only "not
 // accepted" resolves of unrecorded quarantines) and to relax guarantee 6
 // (only leases on the final turn's own record; no leases of a replica
-// that processed a Reset). All of that is gone.
+// that processed a Reset; another replica's leases counted only after a
+// placing turn of its was accepted, now only until its Hold reached the
+// store, which also counts the leases of replicas that merely hit the
+// claim). All of that is gone but the first-Hold window.
 //
 // One failure remains unexplained: about one memstore routing run in 200
 // had a replica route under a revision that ended before a Reset ("stream

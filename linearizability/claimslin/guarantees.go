@@ -66,14 +66,19 @@ func (v Violation) String() string {
 	return fmt.Sprintf("guarantee %d broken: %s", v.Guarantee, v.What)
 }
 
-// boundBefore reports whether a placing turn of routes under revision rev
-// of key was accepted (its Complete, which holds the claim in the store,
-// returned) by at. impl/replica lets a hit on another lane take a lease on
-// a binding whose first Hold is still in flight (by design, see the
-// package doc): such a lease is not the store's to protect yet.
-func boundBefore(routes []Route, key int, rev, at int64) bool {
-	for _, p := range routes {
-		if p.Key == key && p.Rev == rev && p.Attempt && p.LeaseFrom > 0 && p.LeaseFrom <= at {
+// heldLineage reports whether replica's Hold of a revision of key's
+// lineage (the claim's revisions from the one that created it; the
+// store's holds follow its rewrites) had reached the store (returned
+// without error, so the store knows it as a holder) by at. impl/replica
+// lets a turn take a lease before its Hold is made (by design, see the
+// package doc): a hit on another lane while a placing turn's first Hold
+// is in flight, or a placing turn a Reset overtook, whose Hold is queued
+// for the keepalive. Until then the lease is not the store's to protect.
+func heldLineage(h []porcupine.Operation, tl timeline, replica, key int, lineage, at int64) bool {
+	for _, x := range h {
+		xi, xo := x.Input.(Input), x.Output.(Output)
+		if xi.Op == OpHold && xi.Client == replica && xi.Key == key && tl.lineage(key, xi.Rev) == lineage &&
+			!xo.Unknown && xo.Err == ErrNone && x.Return <= at {
 			return true
 		}
 	}
@@ -238,12 +243,13 @@ func buildTimeline(h []porcupine.Operation, delivered []Received) timeline {
 //   - 4, quarantine everywhere: no new attempt is dispatched under a
 //     quarantined revision.
 //   - 6, no close under another's leases: a Close that deleted a claim
-//     did not run wholly inside another replica's local lease on that
-//     revision while that replica stayed connected (connected), and a
-//     Close that a final turn's Done made did not run wholly inside a
-//     lease of another turn of the closer's on the session's claim (any
-//     revision of its lineage, whichever local record held it: the
-//     session's last local lease ends first).
+//     did not run wholly inside another replica's local lease on the
+//     claim (any revision of its lineage) once its Hold had reached the
+//     store (heldLineage), while that replica stayed connected
+//     (connected); and a Close that a final turn's Done made did not run
+//     wholly inside a lease of another turn of the closer's on the
+//     session's claim (any revision of its lineage, whichever local
+//     record held it: the session's last local lease ends first).
 //
 // Guarantee 5 (no expiry in use) is checked on the store history by the
 // model (Params.HeldNoExpiry).
@@ -347,17 +353,19 @@ func CheckGuarantees(h []porcupine.Operation, delivered []Received, routes []Rou
 			if r.Key != in.Key || r.LeaseFrom == 0 || r.LeaseFrom >= op.Call || r.End <= op.Return {
 				continue
 			}
-			// Another replica's lease on the revision counts when that
-			// replica had bound the revision by then (a placing turn of
-			// its under it was accepted: its Hold was made; a hit on a
-			// binding whose first Hold is in flight is the one window
-			// impl/replica leaves by design) and stayed connected since
-			// it first routed under it (a replica cut off from the store,
-			// or whose session was lost, or that gave its hold up, is not
+			// Another replica's lease under any revision of the claim's
+			// lineage (the store's holds follow its rewrites) counts when
+			// that replica's Hold of the lineage had reached the store
+			// before the Close (a lease taken while the Hold is still in
+			// flight or queued is the one window impl/replica leaves by
+			// design) and it stayed connected since it first routed under
+			// the lease's revision (a replica cut off from the store, or
+			// whose session was lost, or that gave its hold up, is not
 			// protected). Resets it processed meanwhile do not matter:
 			// impl/replica holds every leased claim again after one.
-			if r.Replica != in.Client && (r.Rev != in.Rev || o.Close != CloseDeleted || !boundBefore(routed[r.Replica], in.Key, in.Rev, r.LeaseFrom) ||
-				!connected(h, r.Replica, in.Key, firstUnder(routed[r.Replica], in.Key, in.Rev), op.Return)) {
+			if r.Replica != in.Client && (r.Rev == 0 || tl.lineage(in.Key, r.Rev) != lineage || o.Close != CloseDeleted ||
+				!heldLineage(h, tl, r.Replica, in.Key, lineage, op.Call) ||
+				!connected(h, r.Replica, in.Key, firstUnder(routed[r.Replica], in.Key, r.Rev), op.Return)) {
 				continue
 			}
 			// The closer's own turns: every lease on the session's claim

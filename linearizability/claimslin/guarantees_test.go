@@ -72,12 +72,18 @@ func TestCheckGuaranteesRejects(t *testing.T) {
 	placed := route(2, 11, c5) // r2's placing turn, accepted at 16
 	placed.Attempt, placed.End = true, 17
 	lease := route(2, 15, c5)
+	unheld := store
+	store = append(store[:len(store):len(store)], op(2, 13, 15, Input{Op: OpHold, Key: 0, Rev: 5}, Output{}))
 	assert.Empty(t, withCloser(placed, lease))
 	lease.End = 45
 	assert.Equal(t, []int{6}, withCloser(placed, lease))
-	// Not before r2's placing turn was accepted (its Hold in flight: the
-	// one window impl/replica leaves by design).
-	assert.Empty(t, withCloser(lease))
+	// Not while r2's Hold had not reached the store (in flight, or queued
+	// after a Reset overtook the placing turn: the one window impl/replica
+	// leaves by design).
+	assert.Empty(t, guarantees(CheckGuarantees(unheld, []Received{del5}, []Route{closer, placed, lease}, nil)))
+	// Once it had, every lease of r2's on the revision counts, a hit's
+	// too.
+	assert.Equal(t, []int{6}, withCloser(lease))
 	// A Reset r2 processed meanwhile does not excuse it: impl/replica
 	// holds every leased claim again after one.
 	assert.Equal(t, []int{6}, check([]Route{placed, lease}, Processed{Replica: 2, Event: claims.Event{Kind: claims.Reset}, Delivered: 20, By: 22}))
@@ -128,6 +134,13 @@ func TestCheckGuaranteesRejects(t *testing.T) {
 	assert.Empty(t, guarantees(CheckGuarantees(lineage, nil, []Route{fin, old}, nil)))
 	old.Rev, old.End = other.Rev, 45
 	assert.Empty(t, guarantees(CheckGuarantees(lineage, nil, []Route{fin, old}, nil)), "another lineage")
+	// Another replica's lease under rev 10, held in the store, is
+	// protected through the rewrite to rev 12 (holds follow the lineage).
+	r2 := route(2, 11, c10)
+	r2.End = 45
+	held := append(lineage[:len(lineage):len(lineage)], op(2, 16, 18, Input{Op: OpHold, Key: 0, Rev: 10}, Output{}))
+	assert.Equal(t, []int{6}, guarantees(CheckGuarantees(held, nil, []Route{fin, r2}, nil)))
+	assert.Empty(t, guarantees(CheckGuarantees(lineage, nil, []Route{fin, r2}, nil)), "its Hold never reached the store")
 }
 
 // TestHeldNoExpiry: with Params.HeldNoExpiry the model refuses a held
