@@ -10,7 +10,6 @@ import (
 	"io"
 	"math/rand/v2"
 	"os"
-	"os/exec"
 	"strconv"
 	"sync"
 	"syscall"
@@ -23,6 +22,7 @@ import (
 	"github.com/placementlab/placement/impl/claims"
 	"github.com/placementlab/placement/impl/claims/dirstore"
 	"github.com/placementlab/placement/impl/placement"
+	"github.com/placementlab/placement/internal/childproc"
 )
 
 // Replicas as separate processes on a shared directory (dirstore): the
@@ -132,54 +132,21 @@ func replicaProcess() int {
 }
 
 // replicaProc is a running replica process.
-type replicaProc struct {
-	cmd   *exec.Cmd
-	stdin io.WriteCloser
-	lines chan procLine
-}
+type replicaProc struct{ *childproc.Proc[procLine] }
 
 func spawnReplica(t *testing.T, env ...string) *replicaProc {
 	t.Helper()
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(append(os.Environ(), childEnv+"=1"), env...)
-	cmd.Stderr = os.Stderr
-	stdin, err := cmd.StdinPipe()
-	require.NoError(t, err)
-	stdout, err := cmd.StdoutPipe()
-	require.NoError(t, err)
-	require.NoError(t, cmd.Start())
-	p := &replicaProc{cmd: cmd, stdin: stdin, lines: make(chan procLine, 1024)}
-	go func() {
-		defer close(p.lines)
-		sc := bufio.NewScanner(stdout)
-		for sc.Scan() {
-			var l procLine
-			if err := json.Unmarshal(sc.Bytes(), &l); err != nil {
-				l = procLine{Err: "unparsable output: " + sc.Text()}
-			}
-			p.lines <- l
-		}
-	}()
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
-	})
-	return p
+	unparsable := func(text string) procLine { return procLine{Err: "unparsable output: " + text} }
+	return &replicaProc{childproc.Start(t, unparsable, append([]string{childEnv + "=1"}, env...)...)}
 }
 
 // next returns the process's next line, failing on its errors or after
 // 20 s.
 func (p *replicaProc) next(t *testing.T) procLine {
 	t.Helper()
-	select {
-	case l, ok := <-p.lines:
-		require.True(t, ok, "the replica process's output ended")
-		require.Empty(t, l.Err, "the replica process failed")
-		return l
-	case <-time.After(20 * time.Second):
-		t.Fatal("no output from the replica process within 20s")
-	}
-	return procLine{}
+	l := p.Next(t, 20*time.Second, "the replica process")
+	require.Empty(t, l.Err, "the replica process failed")
+	return l
 }
 
 // TestProcesses_ReplicasAgreeOnDirectory: three replica processes on one
@@ -213,7 +180,7 @@ func TestProcesses_ReplicasAgreeOnDirectory(t *testing.T) {
 		require.Equal(t, "ready", p.next(t).Say)
 	}
 	for _, p := range ps {
-		_, err := io.WriteString(p.stdin, "go\n")
+		_, err := io.WriteString(p.Stdin, "go\n")
 		require.NoError(t, err)
 	}
 	seen := map[string][]procLine{}
@@ -250,13 +217,13 @@ func TestProcesses_ReplicasAgreeOnDirectory(t *testing.T) {
 	// their Shutdown). The parent's close of each session is deferred
 	// while the crashed process's hold is there, and completes when its
 	// dead session is swept.
-	require.NoError(t, ps[0].cmd.Process.Signal(syscall.SIGKILL))
-	_ = ps[0].cmd.Wait()
+	require.NoError(t, ps[0].Cmd.Process.Signal(syscall.SIGKILL))
+	_ = ps[0].Cmd.Wait()
 	for _, p := range ps[1:] {
-		_, err := io.WriteString(p.stdin, "exit\n")
+		_, err := io.WriteString(p.Stdin, "exit\n")
 		require.NoError(t, err)
 		require.Equal(t, "bye", p.next(t).Say)
-		require.NoError(t, p.cmd.Wait())
+		require.NoError(t, p.Cmd.Wait())
 	}
 	for key, rev := range revs {
 		res, err := parent.Close(ctx, key, rev, "parent")

@@ -10,7 +10,6 @@ import (
 	"io"
 	"math/rand/v2"
 	"os"
-	"os/exec"
 	"strconv"
 	"sync"
 	"syscall"
@@ -21,6 +20,7 @@ import (
 
 	"github.com/placementlab/placement/impl/claims"
 	"github.com/placementlab/placement/impl/claims/dirstore"
+	"github.com/placementlab/placement/internal/childproc"
 )
 
 // The helper-process pattern: the test binary re-executed with
@@ -129,53 +129,20 @@ func child(role string) int {
 }
 
 // proc is a running child.
-type proc struct {
-	cmd   *exec.Cmd
-	stdin io.WriteCloser
-	lines chan line
-}
+type proc struct{ *childproc.Proc[line] }
 
 func spawn(t *testing.T, role string, env ...string) *proc {
 	t.Helper()
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(append(os.Environ(), childEnv+"="+role), env...)
-	cmd.Stderr = os.Stderr
-	stdin, err := cmd.StdinPipe()
-	require.NoError(t, err)
-	stdout, err := cmd.StdoutPipe()
-	require.NoError(t, err)
-	require.NoError(t, cmd.Start())
-	p := &proc{cmd: cmd, stdin: stdin, lines: make(chan line, 1024)}
-	go func() {
-		defer close(p.lines)
-		sc := bufio.NewScanner(stdout)
-		for sc.Scan() {
-			var l line
-			if err := json.Unmarshal(sc.Bytes(), &l); err != nil {
-				l = line{Err: "unparsable output: " + sc.Text()}
-			}
-			p.lines <- l
-		}
-	}()
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
-	})
-	return p
+	unparsable := func(text string) line { return line{Err: "unparsable output: " + text} }
+	return &proc{childproc.Start(t, unparsable, append([]string{childEnv + "=" + role}, env...)...)}
 }
 
 // next returns the child's next line, failing on its errors or after 10 s.
 func (p *proc) next(t *testing.T) line {
 	t.Helper()
-	select {
-	case l, ok := <-p.lines:
-		require.True(t, ok, "the child's output ended")
-		require.Empty(t, l.Err, "the child failed")
-		return l
-	case <-time.After(10 * time.Second):
-		t.Fatal("no output from the child within 10s")
-	}
-	return line{}
+	l := p.Next(t, 10*time.Second, "the child")
+	require.Empty(t, l.Err, "the child failed")
+	return l
 }
 
 // TestProcessesRaceCreateOrGet: N processes (4 goroutines each) race
@@ -203,7 +170,7 @@ func TestProcessesRaceCreateOrGet(t *testing.T) {
 		require.Equal(t, "ready", p.next(t).Say)
 	}
 	for _, p := range ps {
-		_, err := io.WriteString(p.stdin, "go\n")
+		_, err := io.WriteString(p.Stdin, "go\n")
 		require.NoError(t, err)
 	}
 	winners := map[string][]claims.Claim{}
@@ -225,7 +192,7 @@ func TestProcessesRaceCreateOrGet(t *testing.T) {
 				returned[l.Key] = append(returned[l.Key], l.Claim)
 			}
 		}
-		require.NoError(t, p.cmd.Wait())
+		require.NoError(t, p.Cmd.Wait())
 	}
 	require.Len(t, returned, keys)
 	for k := range keys {
@@ -294,8 +261,8 @@ func TestProcessKilled(t *testing.T) {
 	require.Equal(t, want, nextEvent(t, evs))
 	require.Equal(t, want, p.next(t).Event)
 
-	require.NoError(t, p.cmd.Process.Signal(syscall.SIGKILL))
-	_ = p.cmd.Wait()
+	require.NoError(t, p.Cmd.Process.Signal(syscall.SIGKILL))
+	_ = p.Cmd.Wait()
 	// The parent's sweep sees the child's session dead: its hold goes, so
 	// the Closing claim is deleted; its registration goes.
 	got := map[claims.EventKind]claims.Event{}
