@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"sync/atomic"
 	"time"
 
 	"github.com/placementlab/placement/impl/claims"
@@ -28,6 +29,7 @@ type etcdEnv struct {
 
 	done     map[string]bool // the faults injected (by the injector's goroutine)
 	injected []string
+	left     atomic.Int32 // the plan's faults not injected yet (read by the replicas' goroutines)
 }
 
 // etcdStart bounds starting (and restarting a member of) a cluster.
@@ -45,6 +47,11 @@ func newEtcdEnv(plan Plan) (*etcdEnv, error) {
 		return nil, fmt.Errorf("claimslin: starting etcd: %w", err)
 	}
 	e := &etcdEnv{cluster: cl, prefix: fmt.Sprintf("claimslin-%d/", plan.Seed), done: map[string]bool{}}
+	for _, f := range plan.Faults {
+		if once(f) {
+			e.left.Add(1)
+		}
+	}
 	handles := plan.Replicas
 	if plan.Routing {
 		handles++ // the injector's (it registers the workers)
@@ -95,6 +102,12 @@ func (e *etcdEnv) callLimit() time.Duration { return EtcdCallLimit }
 
 func (e *etcdEnv) faults() []string { return e.injected }
 
+func (e *etcdEnv) owed() bool { return e.left.Load() > 0 }
+
+// once reports whether f is an etcd fault inject injects exactly once per
+// run.
+func once(f string) bool { return f == FaultStopMember || f == FaultDisconnect || f == FaultCompact }
+
 func (e *etcdEnv) close() {
 	for _, c := range e.clients {
 		_ = c.Close()
@@ -113,7 +126,7 @@ func (e *etcdEnv) close() {
 func (e *etcdEnv) inject(ctx context.Context, _ *recorder, rng *rand.Rand, plan Plan, live func() bool) {
 	var todo []string
 	for _, f := range plan.Faults {
-		if !e.done[f] && (f == FaultStopMember || f == FaultDisconnect || f == FaultCompact) {
+		if !e.done[f] && once(f) {
 			todo = append(todo, f)
 		}
 	}
@@ -123,6 +136,7 @@ func (e *etcdEnv) inject(ctx context.Context, _ *recorder, rng *rand.Rand, plan 
 	fault := todo[rng.IntN(len(todo))]
 	e.done[fault] = true
 	e.injected = append(e.injected, fault)
+	defer e.left.Add(-1) // once it is over
 	pause := func(d time.Duration) {
 		select {
 		case <-time.After(d):

@@ -34,6 +34,8 @@ func (m *memEnv) callLimit() time.Duration { return CallLimit }
 
 func (m *memEnv) faults() []string { return m.injected }
 
+func (m *memEnv) owed() bool { return false } // its faults are drawn, none owed
+
 func (m *memEnv) close() { _ = m.b.Close() }
 
 // inject draws one of the plan's memstore faults: a replica's store

@@ -101,6 +101,10 @@ const (
 // that blocked for good, and fails naming the calls in flight.
 const RunLimit = 40 * time.Second
 
+// Overtime bounds how long after they began replicas go on past a
+// plan's operations while a promised fault is owed (env.owed).
+const Overtime = 10 * time.Second
+
 // Run is a recorded run.
 type Run struct {
 	Plan     Plan
@@ -262,6 +266,12 @@ type env interface {
 	// faults returns the faults inject injected that the history does not
 	// record, in order.
 	faults() []string
+	// owed reports whether a fault the plan promises (one inject injects
+	// once per run) has not been injected yet, or is still under way:
+	// the replicas go on past the plan's operations until it is over
+	// (for at most Overtime), so that every run has them all under live
+	// traffic.
+	owed() bool
 	// close releases the backend.
 	close()
 }
@@ -397,6 +407,7 @@ func execute(plan Plan, wrap func(claims.Store) claims.Store) (*Run, error) {
 	var progress atomic.Int64 // calls the replicas began
 	var due atomic.Int64      // the injector's next fault is due at this progress
 	due.Store(1 << 62)
+	began := time.Now()
 	wake, replicasDone := make(chan struct{}, 1), make(chan struct{})
 	running.Store(int32(plan.Replicas))
 	clients.Go(func(r *recorder) {
@@ -426,7 +437,7 @@ func execute(plan Plan, wrap func(claims.Store) claims.Store) (*Run, error) {
 			}
 		}()
 		c := cs[r.ID()]
-		for i := 0; i < plan.Ops && runCtx.Err() == nil; i++ {
+		for i := 0; (i < plan.Ops || e.owed() && time.Since(began) < Overtime) && runCtx.Err() == nil; i++ {
 			if progress.Add(1) >= due.Load() {
 				select {
 				case wake <- struct{}{}:

@@ -278,6 +278,7 @@ func ExecuteRoutes(plan Plan) (*RoutingRun, error) {
 		running  atomic.Int32
 	)
 	due.Store(1 << 62)
+	began := time.Now()
 	wake, lanesDone := make(chan struct{}, 1), make(chan struct{})
 	running.Store(int32(plan.Replicas * plan.Lanes))
 	closing := make([]atomic.Bool, plan.Keys)
@@ -344,7 +345,7 @@ func ExecuteRoutes(plan Plan) (*RoutingRun, error) {
 				rng := rand.New(rand.NewPCG(plan.Seed, uint64(i*16+l)+1))
 				var mine []Route
 				var lc RoutingCoverage
-				for n := 0; n < plan.Ops && runCtx.Err() == nil; n++ {
+				for n := 0; (n < plan.Ops || e.owed() && time.Since(began) < Overtime) && runCtx.Err() == nil; n++ {
 					if progress.Add(1) >= due.Load() {
 						select {
 						case wake <- struct{}{}:
