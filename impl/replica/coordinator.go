@@ -282,7 +282,7 @@ func (c *Coordinator) installLocked(s *slot, rec *record) {
 // has not recorded. The caller holds s.mu.
 func (c *Coordinator) applyDeferredLocked(s *slot, keep *record) {
 	cur := s.cur.Load()
-	if cur == nil || cur == keep || cur.unclaimed || cur.rev == 0 || s.writing > 0 ||
+	if cur == nil || cur == keep || cur.unclaimed || cur.rev == 0 || s.waitsLocked(cur) ||
 		cur.state == recQuarantined && cur.own && !cur.written || mutant("DropsDeferredDelete") {
 		return
 	}
@@ -544,15 +544,6 @@ func (c *Coordinator) Resolve(ctx context.Context, key string, attempt uint64, g
 		c.resolveCore(key, attempt)
 	}
 	// Apply the Deletes and the Reset that waited for the call.
-	if cur := s.cur.Load(); cur != nil && cur != hold && !cur.unclaimed && cur.rev != 0 && s.writing == 0 &&
-		(cur.rev <= s.maxDeleted || c.epoch.Load() != epoch) && !(cur.state == recQuarantined && cur.own && !cur.written) {
-		c.evictLocked(s, cur)
-		if c.epoch.Load() != epoch {
-			c.st.resetEvictions.Add(1)
-		} else {
-			c.st.deleteEvictions.Add(1)
-		}
-	}
 	c.applyDeferredLocked(s, hold)
 	s.mu.Unlock()
 	if err != nil {

@@ -53,8 +53,8 @@ func (c *Coordinator) apply(ev claims.Event) {
 }
 
 // onDelete: revision rev of key ended; the record caching it (or an older
-// one) is evicted, unless this replica's own write that replaces it is in
-// flight (it applies the event when it returns).
+// one) is evicted, unless it is a quarantine this replica's own write in
+// flight rewrites (the write applies the event when it returns).
 func (c *Coordinator) onDelete(key string, rev int64) {
 	v, ok := c.slots.Load(key)
 	if !ok {
@@ -68,7 +68,7 @@ func (c *Coordinator) onDelete(key string, rev int64) {
 	if h := s.holder; h != nil && h != rec && h.leases.Load() == 0 {
 		c.poke() // a hold left behind (its record ended otherwise): give it up
 	}
-	if rec == nil || rec.unclaimed || rec.rev == 0 || rec.rev > rev || s.writing > 0 {
+	if rec == nil || rec.unclaimed || rec.rev == 0 || rec.rev > rev || s.waitsLocked(rec) {
 		return
 	}
 	if rec.state == recQuarantined && rec.own && !rec.written {
@@ -109,7 +109,7 @@ func (c *Coordinator) onReset() {
 		c.slots.Range(func(_, v any) bool {
 			s := v.(*slot)
 			s.mu.Lock()
-			if rec := s.cur.Load(); rec != nil && !rec.unclaimed && s.writing == 0 &&
+			if rec := s.cur.Load(); rec != nil && !rec.unclaimed && !s.waitsLocked(rec) &&
 				!(rec.state == recQuarantined && rec.own && !rec.written) {
 				c.evictLocked(s, rec)
 				c.st.resetEvictions.Add(1)

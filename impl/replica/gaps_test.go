@@ -2,6 +2,7 @@ package replica
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync/atomic"
 	"testing"
@@ -95,11 +96,15 @@ func TestGap_ResolveUnwrittenChecksRevision(t *testing.T) {
 	tu.Done(false)
 	require.Zero(t, qe.Rev, "the store did not record the quarantine")
 	e.endClaim("s") // the claim ends meanwhile (another replica's quarantine, resolved)
+	resets := r1.Stats().Resets
 	e.b.SetUnavailable("r1", false)
 	// A turn that comes while the Resolve asks the store must not route
 	// under the revision that ended.
 	var during error
 	hook := func() {
+		// The store's Reset (its events were lost while it was
+		// unreachable) is processed before the Hold returns.
+		require.Eventually(t, func() bool { return r1.Stats().Resets > resets }, waitFor, tick)
 		tu, err := r1.Start(tctx(t), "s", nil)
 		if err == nil {
 			during = fmt.Errorf("a turn routed to %s under revision %d", tu.Target(), tu.Rev())
@@ -112,6 +117,21 @@ func TestGap_ResolveUnwrittenChecksRevision(t *testing.T) {
 	next := serve(t, r1, "s", to("w2"), placement.Accepted, false)
 	assert.False(t, next.Hit(), "bound again under a revision that ended")
 	assert.Equal(t, claims.Target{Worker: "w2"}, next.Target())
+}
+
+// waitDeleted waits until c processed the Delete of key's revision rev.
+func waitDeleted(t *testing.T, c *Coordinator, key string, rev int64) {
+	t.Helper()
+	require.Eventually(t, func() bool {
+		v, ok := c.slots.Load(key)
+		if !ok {
+			return false
+		}
+		s := v.(*slot)
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		return s.maxDeleted >= rev
+	}, waitFor, tick, "%s did not process the Delete of %q revision %d", c.Name(), key, rev)
 }
 
 // holdHookStore calls onHold (if set) before each Hold.
@@ -129,17 +149,24 @@ func (s *holdHookStore) Hold(ctx context.Context, key string, rev int64, replica
 
 // gateStore blocks Quarantine until gate is closed (entered is closed as
 // it is called), and returns it late (after the store's Delete of the
-// revision it replaced was delivered).
+// revision it replaced was delivered): 100 ms later, or, with release
+// set, once release is closed (landed is closed when the store wrote it).
 type gateStore struct {
 	claims.Store
-	entered, gate chan struct{}
+	entered, gate   chan struct{}
+	landed, release chan struct{}
 }
 
 func (s *gateStore) Quarantine(ctx context.Context, key string, rev int64, attempt uint64, gen int64) (claims.Claim, error) {
 	close(s.entered)
 	<-s.gate
 	cl, err := s.Store.Quarantine(ctx, key, rev, attempt, gen)
-	time.Sleep(100 * time.Millisecond)
+	if s.release == nil {
+		time.Sleep(100 * time.Millisecond)
+		return cl, err
+	}
+	close(s.landed)
+	<-s.release
 	return cl, err
 }
 
@@ -168,6 +195,90 @@ func TestGap_DeleteDuringQuarantineWriteApplied(t *testing.T) {
 	require.Equal(t, claims.Quarantined, mustClaim(t, e, "s").State)
 	_, err = r1.Start(tctx(t), "s", nil)
 	require.ErrorIs(t, err, ErrQuarantined, "routed under a claim the store has quarantined")
+}
+
+// resolveGateStore blocks Resolve until gate is closed (entered is closed
+// as it is called).
+type resolveGateStore struct {
+	claims.Store
+	entered, gate chan struct{}
+}
+
+func (s *resolveGateStore) Resolve(ctx context.Context, key string, attempt uint64, gen int64, accepted bool) (claims.Claim, bool, error) {
+	close(s.entered)
+	<-s.gate
+	return s.Store.Resolve(ctx, key, attempt, gen, accepted)
+}
+
+// The Delete of a quarantine this replica caches, which comes while its
+// own Resolve of the key is in flight, waits for that call and is applied
+// when it returns (here the call is fenced, and the quarantine was
+// settled by its owner meanwhile): the next turn places the session
+// anew instead of being refused as quarantined for good.
+func TestGap_DeferredDeleteAppliedAfterResolve(t *testing.T) {
+	e := newEnv(t, 2, nil, 0)
+	r1, _ := e.replica("r1")
+	gs := &resolveGateStore{entered: make(chan struct{}), gate: make(chan struct{})}
+	r2, _ := e.replica("r2", func(c *Config) { gs.Store = c.Store; c.Store = gs })
+	tu, err := r1.Start(tctx(t), "s", to("w1"))
+	require.NoError(t, err)
+	var qe *QuarantinedError
+	require.ErrorAs(t, tu.Complete(placement.Ambiguous), &qe)
+	tu.Done(false)
+	require.NotZero(t, qe.Rev, "the store recorded the quarantine")
+	_, err = r2.Start(tctx(t), "s", nil)
+	require.ErrorIs(t, err, ErrQuarantined, "r2 caches r1's quarantine")
+	done := make(chan error, 1)
+	go func() { done <- r2.Resolve(context.Background(), "s", qe.Attempt, qe.Gen+1, true) }() // fenced
+	<-gs.entered
+	require.NoError(t, r1.Resolve(tctx(t), "s", qe.Attempt, qe.Gen, false))
+	waitDeleted(t, r2, "s", qe.Rev) // deferred: r2's Resolve is in flight
+	close(gs.gate)
+	require.ErrorIs(t, <-done, claims.ErrFenced)
+	next, err := r2.Start(tctx(t), "s", to("w2"))
+	require.NoError(t, err, "the quarantine's Delete was dropped: the session is refused for good")
+	require.NoError(t, next.Complete(placement.Accepted))
+	next.Done(false)
+	assert.Equal(t, claims.Target{Worker: "w2"}, next.Target())
+}
+
+// The Delete of a revision that this replica's quarantine write replaced
+// evicts the binding a Resolve(accepted) cached under that revision as
+// soon as it is processed, not when the write returns: only the write's
+// own record (the quarantine) waits for it. (claimslin's routing runs on
+// etcd found turns routed under the ended revision in between.)
+func TestGap_DeleteDuringQuarantineWriteEvictsBinding(t *testing.T) {
+	e := newEnv(t, 2, nil, 0)
+	gs := &gateStore{entered: make(chan struct{}), gate: make(chan struct{}),
+		landed: make(chan struct{}), release: make(chan struct{})}
+	r1, _ := e.replica("r1", func(c *Config) { gs.Store = c.Store; c.Store = gs })
+	tu, err := r1.Start(tctx(t), "s", to("w1"))
+	require.NoError(t, err)
+	rev := tu.Rev()
+	done := make(chan error, 1)
+	go func() { done <- tu.Complete(placement.Ambiguous) }()
+	<-gs.entered
+	var qe *QuarantinedError
+	_, err = r1.Start(tctx(t), "s", nil)
+	require.ErrorAs(t, err, &qe)
+	require.NoError(t, r1.Resolve(tctx(t), "s", qe.Attempt, qe.Gen, true))
+	hit := serve(t, r1, "s", nil, placement.Accepted, false)
+	require.True(t, hit.Hit(), "Resolve(accepted) cached the binding")
+	close(gs.gate)
+	<-gs.landed // the store replaced rev by the quarantine; the write is still out
+	defer func() {
+		close(gs.release)
+		require.ErrorIs(t, <-done, ErrQuarantined)
+		tu.Done(false)
+	}()
+	require.Eventually(t, func() bool {
+		tu, err := r1.Start(tctx(t), "s", nil)
+		if err != nil {
+			return errors.Is(err, ErrQuarantined)
+		}
+		tu.Done(false)
+		return tu.Rev() != rev
+	}, waitFor, tick, "turns still routed under revision %d after its Delete came", rev)
 }
 
 // A record an earlier Reset evicted keeps its lease in flight; when the

@@ -30,6 +30,10 @@ package replica
 //     even when the store does not confirm it current.
 //   - DropsDeferredDelete: a Delete or Reset that came while a write of
 //     the key was in flight is not applied when the write returns.
+//   - DefersEveryRecord: while a write of the key is in flight, a Delete
+//     waits for it whatever the current record is: a binding cached under
+//     the revision the write replaced keeps routing after its Delete came
+//     (linearizability/claimslin's routing runs on etcd found it).
 //
 // mutant_test.go checks that each of them fails a contract test.
 func mutant(string) bool { return false }

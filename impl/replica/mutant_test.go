@@ -23,7 +23,8 @@ var variants = []struct{ name, catcher string }{
 	{"NoRehold", "TestContract_ReconnectHoldsLineageAgain"},
 	{"LeasesPerRecord", "TestGap_LeasesCountedPerSession"},
 	{"ResolveUnchecked", "TestGap_ResolveUnwrittenChecksRevision"},
-	{"DropsDeferredDelete", "TestGap_DeleteDuringQuarantineWriteApplied"},
+	{"DropsDeferredDelete", "TestGap_DeferredDeleteAppliedAfterResolve"},
+	{"DefersEveryRecord", "TestGap_DeleteDuringQuarantineWriteEvictsBinding"},
 }
 
 // TestVariantsCaught re-runs this test binary under each variant with its

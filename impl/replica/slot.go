@@ -40,8 +40,9 @@ type slot struct {
 	// ended.
 	maxDeleted int64
 	// writing counts this replica's writes in flight that change the
-	// key's revision (Quarantine, reconcile): events of the revision they
-	// replace wait for them.
+	// key's revision (Quarantine, Resolve, reconcile): events of the
+	// revision they replace wait for them, for the record they write (a
+	// quarantine; see waitsLocked).
 	writing int
 	// holder is the record whose Hold is this replica's hold on the key in
 	// the store (nil: none).
@@ -61,6 +62,17 @@ type slot struct {
 	// closeRec is a record whose final request ended while other records
 	// of the key still had leases: the close runs when the last ends.
 	closeRec *record
+}
+
+// waitsLocked reports whether the Deletes and Resets that reach rec, s's
+// current record, wait for this replica's writes of the key in flight
+// (applyDeferredLocked applies them when the last returns): only a
+// quarantine waits, the record those writes rewrite (a Quarantine's, a
+// Resolve's). A binding or a claim read meanwhile is evicted at once: a
+// turn routed under it after its Delete came would break the routing
+// window. The caller holds s.mu.
+func (s *slot) waitsLocked(rec *record) bool {
+	return s.writing > 0 && (rec.state == recQuarantined || mutant("DefersEveryRecord"))
 }
 
 // othersLeasedLocked reports whether a record of the key other than rec

@@ -111,6 +111,16 @@
 //     a shared CreateOrGet read before a Reset was used after it. A hit's
 //     lease is now taken under the slot lock after an eviction re-check,
 //     and such a read is made again (TestGap_SharedReadAcrossResetIsStale).
+//   - While any write of a key was in flight (a Quarantine, a Resolve),
+//     every Delete and Reset of the key waited for it, whatever record
+//     was cached: a binding that Resolve(accepted) cached under the
+//     revision the replica's own quarantine write was replacing kept
+//     routing after that revision's Delete was processed, until a second
+//     Resolve returned (guarantee 1; on etcd, about one run in three
+//     beyond the seeds CI runs). Only a quarantine, the record those
+//     writes rewrite, waits now; any other record is evicted at once
+//     (TestGap_DeleteDuringQuarantineWriteEvictsBinding,
+//     TestGap_DeferredDeleteAppliedAfterResolve).
 //
 // The check used to steer around these (a Plan.KnownGaps switch,
 // CLAIMSLIN_KNOWN_GAPS, long turns letting go on a Reset, only "not
@@ -121,10 +131,12 @@
 // store, which also counts the leases of replicas that merely hit the
 // claim). All of that is gone but the first-Hold window.
 //
-// One failure remains unexplained: about one memstore routing run in 200
-// had a replica route under a revision that ended before a Reset ("stream
-// start") it processed; the saved run did not show how the stale record
-// survived. TestRoutingMem fails when it happens.
+// One earlier failure was never explained from its run: about one
+// memstore routing run in 200 had a replica route under a revision that
+// ended before a Reset ("stream start") it processed. The last fix above
+// (a Reset that came during a write left the cached binding) is a likely
+// cause; the saved run did not show it. TestRoutingMem fails when it
+// happens.
 //
 // # Re-checking a failure
 //

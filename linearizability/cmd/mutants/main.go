@@ -96,6 +96,7 @@ var replicaVariants = []struct{ name, doc string }{
 	{"LeasesPerRecord", "leases are counted per cached record, not per session: after a Reset the last lease of either copy closes the claim under the other's"},
 	{"ResolveUnchecked", "Resolve(accepted) of an own quarantine the store has not recorded binds again under the old revision without the store confirming it current"},
 	{"DropsDeferredDelete", "a Delete or Reset that came while a write of the key was in flight is not applied when the write returns"},
+	{"DefersEveryRecord", "a Delete waits for a write of the key in flight whatever the cached record: a binding under the replaced revision keeps routing"},
 }
 
 // The checkers, in the order they are tried: test is an anchored -test.run
