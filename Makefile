@@ -33,11 +33,11 @@ lint:
 	$(GO) run $(STATICCHECK) ./...
 
 race:
-	$(GO) test -race -count=1 -timeout 15m -skip 'TestConformance$$' ./...
+	$(GO) test -race -count=1 -timeout 15m -skip '^TestConformance(DetectsDrift)?$$' ./...
 
-# The full-size configs are compared with TLC without the race detector.
+# The full-size configs are compared with TLC, and the drift checks run, without the race detector.
 conformance:
-	$(GO) test -count=1 -timeout 15m -run 'TestConformance$$' -v ./model/... | grep --line-buffered -E '^(=== RUN|---|\s+conformance_test|ok|FAIL|PASS)'
+	$(GO) test -count=1 -timeout 15m -run '^TestConformance(DetectsDrift)?$$' -v ./model/... | grep --line-buffered -E '^(=== RUN|---|\s+conformance_test|ok|FAIL|PASS)'
 
 # Every config, one line each, as the explorer's command line reports it
 # (the conformance test explores the same configs and compares with TLC).
