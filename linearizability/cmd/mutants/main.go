@@ -7,7 +7,9 @@
 // `go test` runs it, and is killed (and the run fails) if it has not ended
 // within -bound: under any variant a checker fails (or passes) in bounded
 // time, never hangs. With -bounds it audits exactly that for every
-// package's whole plain test run under every variant.
+// package's whole plain test run under every variant. -j variants are
+// checked at once (default 2; their checkers mostly wait out bounds, so
+// two at once halve the zoo's time on two cores); rows print in order.
 //
 //	go run ./linearizability/cmd/mutants            # the bug zoo (make mutants)
 //	go run ./linearizability/cmd/mutants -bounds    # the bound audit (make verify)
@@ -23,7 +25,10 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"sync"
 	"time"
+
+	"golang.org/x/sync/errgroup"
 )
 
 // The variants, as the mutant("…") hooks in impl/placement name them;
@@ -146,6 +151,8 @@ func usesRapid(pkg string) bool {
 var bound = flag.Duration("bound", 120*time.Second, "longest a checker may run under a variant before it counts as hung")
 
 // bounds selects the audit of the plain test runs (see runBounds).
+var jobs = flag.Int("j", 2, "variants checked at once (their checkers mostly wait on bounds: -j 2 halves the zoo on two cores)")
+
 var bounds = flag.Bool("bounds", false, "run every package's plain `go test` under every variant and check that each ends within -bound")
 
 func main() {
@@ -186,13 +193,25 @@ func run() int {
 	}
 	failed := 0
 	// The checkers must pass on the unbroken build (same binary, no variant).
+	var base errgroup.Group
+	base.SetLimit(max(1, *jobs))
+	var baseMu sync.Mutex
+	start := time.Now()
 	for _, c := range append(append(append(append([]struct{ name, pkg, test string }{}, checkers...), affinityCheckers...), queueCheckers...), replicaCheckers...) {
-		if ok, _, detail := runChecker(bins[c.pkg], c.pkg, reports, "", c.test, 1); !ok {
-			fmt.Printf("mutants: %s fails without any variant: %s\n", c.name, detail)
-			failed++
-		}
+		base.Go(func() error {
+			if ok, _, detail := runChecker(bins[c.pkg], c.pkg, reports, "", c.test, 1); !ok {
+				baseMu.Lock()
+				fmt.Printf("mutants: %s fails without any variant: %s\n", c.name, detail)
+				failed++
+				baseMu.Unlock()
+			}
+			return nil
+		})
 	}
+	_ = base.Wait()
+	fmt.Printf("mutants: the checkers ran on the unbroken build in %.1fs\n", time.Since(start).Seconds())
 	caught, hung := 0, 0
+	var mu sync.Mutex // caught, hung
 	for _, zoo := range []struct {
 		what     string
 		variants []struct{ name, doc string }
@@ -200,33 +219,33 @@ func run() int {
 	}{{"impl/placement", variants, checkers}, {"impl/affinity", affinityVariants, affinityCheckers},
 		{"impl/policyqueue", queueVariants, queueCheckers}, {"impl/replica", replicaVariants, replicaCheckers}} {
 		fmt.Printf("\n%-27s %-26s %8s  %s\n", "VARIANT ("+zoo.what+")", "CAUGHT BY", "TIME", "FIRST DIVERGENCE")
-		for _, v := range zoo.variants {
-			by, took, detail := "NOBODY", time.Duration(0), ""
-			// Round 1 runs each checker as plain `go test` runs it. The
-			// checkers are randomized: a variant none of them catches gets
-			// up to two more rounds with fresh seeds and more of them
-			// before it counts as a hole.
-			for round := 1; round <= 3 && by == "NOBODY"; round++ {
-				for _, c := range zoo.checkers {
-					ok, d, det := runChecker(bins[c.pkg], c.pkg, reports, v.name, c.test, round)
-					took += d
-					if det == hangDetail {
-						hung++
-					}
-					if !ok {
-						by, detail = c.name, det
-						if round > 1 {
-							by = fmt.Sprintf("%s (round %d)", c.name, round)
-						}
-						break
-					}
-				}
-			}
-			if by != "NOBODY" {
-				caught++
-			}
-			fmt.Printf("%-27s %-26s %7.1fs  %s\n", v.name, by, took.Seconds(), detail)
+		// Up to -j variants at once; their rows print in order, each as
+		// soon as it and those before it are done.
+		rows := make([]chan string, len(zoo.variants))
+		for i := range rows {
+			rows[i] = make(chan string, 1)
 		}
+		var g errgroup.Group
+		g.SetLimit(max(1, *jobs))
+		go func() {
+			for i, v := range zoo.variants {
+				g.Go(func() error {
+					row, ok, hangs := checkVariant(v.name, zoo.checkers, bins, reports)
+					mu.Lock()
+					if ok {
+						caught++
+					}
+					hung += hangs
+					mu.Unlock()
+					rows[i] <- row
+					return nil
+				})
+			}
+		}()
+		for _, row := range rows {
+			fmt.Println(<-row)
+		}
+		_ = g.Wait()
 	}
 	total := len(variants) + len(affinityVariants) + len(queueVariants) + len(replicaVariants)
 	fmt.Printf("caught %d/%d\n", caught, total)
@@ -237,6 +256,33 @@ func run() int {
 		return 1
 	}
 	return 0
+}
+
+// checkVariant runs the checkers against variant, in order, until one
+// fails (catches it): round 1 runs each checker as plain `go test` runs
+// it. The checkers are randomized: a variant none of them catches gets up
+// to two more rounds with fresh seeds and more of them before it counts as
+// a hole. It returns the variant's row, whether it was caught, and how
+// many checker runs hung.
+func checkVariant(variant string, checkers []struct{ name, pkg, test string }, bins map[string]string, reports string) (row string, caught bool, hung int) {
+	by, took, detail := "NOBODY", time.Duration(0), ""
+	for round := 1; round <= 3 && by == "NOBODY"; round++ {
+		for _, c := range checkers {
+			ok, d, det := runChecker(bins[c.pkg], c.pkg, reports, variant, c.test, round)
+			took += d
+			if det == hangDetail {
+				hung++
+			}
+			if !ok {
+				by, detail = c.name, det
+				if round > 1 {
+					by = fmt.Sprintf("%s (round %d)", c.name, round)
+				}
+				break
+			}
+		}
+	}
+	return fmt.Sprintf("%-27s %-26s %7.1fs  %s", variant, by, took.Seconds(), detail), by != "NOBODY", hung
 }
 
 // hangDetail is runChecker's detail for a run killed at the bound.
