@@ -465,6 +465,12 @@ func (c *Coordinator) Resolve(ctx context.Context, key string, attempt uint64, g
 			cerr := c.core.Resolve(key, attempt, rec.coreGen, res)
 			rec.evicted.Store(true)
 			s.cur.Store(nil)
+			if cerr == nil {
+				rec.settled = settledNotAccepted
+				if accepted {
+					rec.settled = settledAccepted
+				}
+			}
 			if accepted && cerr == nil {
 				nrec := &record{s: s, state: recBound, rev: rec.rev, gen: rec.gen, target: rec.target,
 					unclaimed: rec.unclaimed, coreGen: rec.coreGen}
@@ -604,6 +610,7 @@ func (c *Coordinator) resolveUnwritten(ctx context.Context, s *slot, rec *record
 		return true, cerr
 	}
 	c.st.resolves.Add(1)
+	rec.settled = settledAccepted
 	if herr == nil && s.maxDeleted < rev && c.epoch.Load() == epoch || mutant("ResolveUnchecked") {
 		nrec := &record{s: s, state: recBound, rev: rev, gen: rec.gen, target: rec.target, coreGen: rec.coreGen}
 		nrec.version.Store(attempt)

@@ -31,14 +31,19 @@
 //     so that no close elsewhere deletes the claim under them; a lineage
 //     that ended lets them finish unheld. A hold that failed is retried
 //     the same way.
-//   - The Delete events and Resets that come while this replica's own
-//     write of the key is in flight (Quarantine, Resolve, a reconcile)
-//     wait for it and are applied, to whatever record is current then,
-//     when it returns: none is dropped.
+//   - The Delete events and Resets that reach a cached quarantine while
+//     this replica's own write of the key is in flight (Quarantine,
+//     Resolve) wait for it and are applied, to whatever record is current
+//     then, when it returns: none is dropped. Any other cached record (a
+//     binding, a claim read) is evicted at once.
 //   - Coordinator.Resolve(accepted) of this replica's own quarantine that
 //     the store has not recorded binds the session again only after the
 //     store confirmed its revision current (a Hold fenced by it);
-//     otherwise the next turn reads the claim.
+//     otherwise the next turn reads the claim. A quarantine write that
+//     lands after Resolve settled its attempt here is followed by the
+//     store's Resolve with the same outcome (Stats.LateQuarantinesResolved),
+//     so that no replica refuses the session for a quarantine already
+//     settled.
 //   - Coordinator.Resolve of a quarantine whose worker re-registered or
 //     left (the store's claims.FencedError.Stale) drops the local
 //     quarantine and returns ErrQuarantineOver: the next turn replaces

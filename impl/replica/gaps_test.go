@@ -170,17 +170,21 @@ func (s *gateStore) Quarantine(ctx context.Context, key string, rev int64, attem
 	return cl, err
 }
 
-// A Delete that arrives while this replica's quarantine write is in flight
-// is not dropped: Resolve(accepted) rebinds the session as the write is
-// out (the store confirms the revision), the write lands (the Delete of
-// that revision comes while it is still in flight), and the binding is
-// evicted when it returns: the next turn sees the store's quarantine.
-func TestGap_DeleteDuringQuarantineWriteApplied(t *testing.T) {
+// A quarantine write that lands after Resolve(accepted) settled its
+// attempt here (the store had not recorded it yet, so the replica bound
+// the session again under the revision the store confirmed) is followed
+// by the store's Resolve: the session is bound in the store too, and
+// neither this replica nor another refuses it as quarantined. The
+// binding cached under the revision the write replaced is evicted by its
+// Delete; the next turn reads the store's claim.
+func TestGap_LateQuarantineWriteResolved(t *testing.T) {
 	e := newEnv(t, 2, nil, 0)
 	gs := &gateStore{entered: make(chan struct{}), gate: make(chan struct{})}
 	r1, _ := e.replica("r1", func(c *Config) { gs.Store = c.Store; c.Store = gs })
+	r2, _ := e.replica("r2")
 	tu, err := r1.Start(tctx(t), "s", to("w1"))
 	require.NoError(t, err)
+	rev := tu.Rev()
 	done := make(chan error, 1)
 	go func() { done <- tu.Complete(placement.Ambiguous) }()
 	<-gs.entered
@@ -192,9 +196,29 @@ func TestGap_DeleteDuringQuarantineWriteApplied(t *testing.T) {
 	close(gs.gate)
 	require.ErrorIs(t, <-done, ErrQuarantined)
 	tu.Done(false)
-	require.Equal(t, claims.Quarantined, mustClaim(t, e, "s").State)
-	_, err = r1.Start(tctx(t), "s", nil)
-	require.ErrorIs(t, err, ErrQuarantined, "routed under a claim the store has quarantined")
+	require.Eventually(t, func() bool {
+		cl, ok := e.claimOf("s")
+		return ok && cl.State == claims.Bound
+	}, waitFor, tick, "the store's quarantine of an attempt settled here was left: every replica refuses the session")
+	cl := mustClaim(t, e, "s")
+	assert.Equal(t, claims.Target{Worker: "w1"}, cl.Target)
+	assert.Equal(t, uint64(1), r1.Stats().LateQuarantinesResolved)
+	for _, r := range []*Coordinator{r1, r2} {
+		require.Eventually(t, func() bool {
+			next, err := r.Start(tctx(t), "s", nil)
+			if err != nil {
+				return false
+			}
+			defer next.Done(false)
+			if next.Rev() == rev {
+				return false // the replaced revision's Delete is on its way
+			}
+			if !next.Hit() {
+				require.NoError(t, next.Complete(placement.Accepted))
+			}
+			return assert.Equal(t, cl.Target, next.Target()) && assert.Equal(t, cl.Rev, next.Rev())
+		}, waitFor, tick, "%s does not route the session to its claim", r.Name())
+	}
 }
 
 // resolveGateStore blocks Resolve until gate is closed (entered is closed
@@ -363,4 +387,45 @@ func TestGap_SharedReadAcrossResetIsStale(t *testing.T) {
 	assert.Equal(t, before, ep, "a read shared across a Reset looks fresh")
 	assert.NotEqual(t, before, r1.epoch.Load())
 	assert.Equal(t, before, <-first)
+}
+
+// A slot whose records have requests in flight stays in the replica's
+// table while it has no current record and no hold: a keepalive pass
+// that ran after a Reset evicted the record, before the replica held the
+// claim again (its first Hold had found the store unreachable), dropped
+// the slot, and no later pass touched the claim, which expired under the
+// request (guarantee 5; claimslin's routing run, memstore seed 2248).
+func TestGap_SlotKeptWhileLeased(t *testing.T) {
+	clk := placement.NewManualClock(0)
+	e := newEnv(t, 1, clk, time.Minute)
+	r1, _ := e.replica("r1", func(c *Config) { c.StoreRetry = time.Hour })
+	tu, err := r1.Start(tctx(t), "s", to("w1"))
+	require.NoError(t, err)
+	e.b.SetUnavailable("r1", true)
+	require.NoError(t, tu.Complete(placement.Accepted)) // its Hold finds the store unreachable
+	tu.Done(false)
+	long, err := r1.Start(tctx(t), "s", nil) // a hit: its request stays in flight
+	require.NoError(t, err)
+	require.True(t, long.Hit())
+	// The cached record is evicted (as a Reset's processing does) while
+	// the replica still counts the store down, and a pass runs then.
+	v, ok := r1.slots.Load("s")
+	require.True(t, ok)
+	s := v.(*slot)
+	s.mu.Lock()
+	r1.evictLocked(s, s.cur.Load())
+	s.mu.Unlock()
+	r1.Tick(tctx(t))
+	resets := r1.Stats().Resets
+	e.b.SetUnavailable("r1", false) // the store is back: a Reset
+	require.Eventually(t, func() bool { return r1.Stats().Resets > resets }, waitFor, tick)
+	for range 36 { // three minutes, the request in flight throughout
+		r1.Tick(tctx(t))
+		require.NoError(t, clk.AdvanceBy(5*time.Second))
+		e.b.Sweep()
+		_, ok := e.claimOf("s")
+		require.True(t, ok, "the claim of a request in flight expired at %v", clk.Now())
+	}
+	assert.Contains(t, e.b.Holders("s"), "r1")
+	long.Done(false)
 }

@@ -152,7 +152,13 @@ func (c *Coordinator) pass(ctx context.Context) {
 				j.old = append(j.old, r)
 			}
 		}
-		if s.cur.Load() == nil && s.holder == nil && s.users == 0 && s.writing == 0 {
+		// A slot goes when nothing refers to it: no current record, no
+		// hold, no turn using it, no write in flight, and no request in
+		// flight on any of its records (a record a Reset evicted before
+		// its hold was made again: the slot's passes keep its claim
+		// touched).
+		if s.cur.Load() == nil && s.holder == nil && s.users == 0 && s.writing == 0 &&
+			(s.leases == 0 && s.closeRec == nil || mutant("DropsLeasedSlot")) {
 			s.dead = true
 			c.slots.CompareAndDelete(k, s)
 		}

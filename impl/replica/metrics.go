@@ -23,6 +23,7 @@ type counters struct {
 	closesDeleted, closesDeferred, closesStale counter
 
 	quarantinesWritten, quarantinesSeen, quarantineRefusals, resolves counter
+	lateQuarantinesResolved                                           counter
 
 	refusals, holds, unholds, touches counter
 
@@ -89,6 +90,11 @@ type Stats struct {
 	// session was quarantined; Resolves the quarantines settled through
 	// Resolve on this replica.
 	QuarantinesWritten, QuarantinesShared, QuarantineRefusals, Resolves uint64
+	// LateQuarantinesResolved counts the quarantine writes that landed
+	// after Resolve had settled their attempt here (the store had not
+	// recorded it yet): the store was told the outcome afterwards, so
+	// that other replicas do not refuse the session.
+	LateQuarantinesResolved uint64
 	// Refusals counts placing dispatches a target refused
 	// (DefinitelyNotAccepted: their claim was closed, fenced).
 	Refusals uint64
@@ -116,36 +122,37 @@ type Stats struct {
 func (c *Coordinator) Stats() Stats {
 	s := &c.st
 	out := Stats{
-		CachedTurns:         s.cachedHits.Load(),
-		FirstTurns:          s.firstTurns.Load(),
-		StoreCalls:          s.storeCalls.Load(),
-		StoreErrors:         s.storeErrors.Load(),
-		SharedClaimReads:    s.shared.Load(),
-		ClaimsCreated:       s.claimsCreated.Load(),
-		ClaimsAdopted:       s.claimsAdopted.Load(),
-		DeleteEvictions:     s.deleteEvictions.Load(),
-		ResetEvictions:      s.resetEvictions.Load(),
-		MemberEvictions:     s.memberEvictions.Load(),
-		MovedEvictions:      s.movedEvictions.Load(),
-		Resets:              s.resets.Load(),
-		GenerationBumps:     s.bumps.Load(),
-		UnclaimedPlacements: s.unclaimed.Load(),
-		Reconciles:          s.reconciles.Load(),
-		ReconcilesWon:       s.reconcilesWon.Load(),
-		ReconcilesLost:      s.reconcileConflicts.Load(),
-		ClosesDeleted:       s.closesDeleted.Load(),
-		ClosesDeferred:      s.closesDeferred.Load(),
-		ClosesStale:         s.closesStale.Load(),
-		QuarantinesWritten:  s.quarantinesWritten.Load(),
-		QuarantinesShared:   s.quarantinesSeen.Load(),
-		QuarantineRefusals:  s.quarantineRefusals.Load(),
-		Resolves:            s.resolves.Load(),
-		Refusals:            s.refusals.Load(),
-		Holds:               s.holds.Load(),
-		Unholds:             s.unholds.Load(),
-		Touches:             s.touches.Load(),
-		Reholds:             s.reholds.Load(),
-		ReholdsEnded:        s.reholdsEnded.Load(),
+		CachedTurns:             s.cachedHits.Load(),
+		FirstTurns:              s.firstTurns.Load(),
+		StoreCalls:              s.storeCalls.Load(),
+		StoreErrors:             s.storeErrors.Load(),
+		SharedClaimReads:        s.shared.Load(),
+		ClaimsCreated:           s.claimsCreated.Load(),
+		ClaimsAdopted:           s.claimsAdopted.Load(),
+		DeleteEvictions:         s.deleteEvictions.Load(),
+		ResetEvictions:          s.resetEvictions.Load(),
+		MemberEvictions:         s.memberEvictions.Load(),
+		MovedEvictions:          s.movedEvictions.Load(),
+		Resets:                  s.resets.Load(),
+		GenerationBumps:         s.bumps.Load(),
+		UnclaimedPlacements:     s.unclaimed.Load(),
+		Reconciles:              s.reconciles.Load(),
+		ReconcilesWon:           s.reconcilesWon.Load(),
+		ReconcilesLost:          s.reconcileConflicts.Load(),
+		ClosesDeleted:           s.closesDeleted.Load(),
+		ClosesDeferred:          s.closesDeferred.Load(),
+		ClosesStale:             s.closesStale.Load(),
+		QuarantinesWritten:      s.quarantinesWritten.Load(),
+		QuarantinesShared:       s.quarantinesSeen.Load(),
+		QuarantineRefusals:      s.quarantineRefusals.Load(),
+		Resolves:                s.resolves.Load(),
+		LateQuarantinesResolved: s.lateQuarantinesResolved.Load(),
+		Refusals:                s.refusals.Load(),
+		Holds:                   s.holds.Load(),
+		Unholds:                 s.unholds.Load(),
+		Touches:                 s.touches.Load(),
+		Reholds:                 s.reholds.Load(),
+		ReholdsEnded:            s.reholdsEnded.Load(),
 	}
 	c.slots.Range(func(_, v any) bool {
 		sl := v.(*slot)

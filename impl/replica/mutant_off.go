@@ -34,6 +34,13 @@ package replica
 //     waits for it whatever the current record is: a binding cached under
 //     the revision the write replaced keeps routing after its Delete came
 //     (linearizability/claimslin's routing runs on etcd found it).
+//   - ForgetsLateQuarantine: a quarantine write that lands after Resolve
+//     settled its attempt locally is left in the store: every replica
+//     refuses the session until the claim expires.
+//   - DropsLeasedSlot: the keepalive pass drops a key's slot with no
+//     current record and no hold even while a record of it has requests
+//     in flight: no pass touches their claim again, and it expires under
+//     them (linearizability/claimslin's routing runs found it).
 //
 // mutant_test.go checks that each of them fails a contract test.
 func mutant(string) bool { return false }

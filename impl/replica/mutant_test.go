@@ -25,6 +25,8 @@ var variants = []struct{ name, catcher string }{
 	{"ResolveUnchecked", "TestGap_ResolveUnwrittenChecksRevision"},
 	{"DropsDeferredDelete", "TestGap_DeferredDeleteAppliedAfterResolve"},
 	{"DefersEveryRecord", "TestGap_DeleteDuringQuarantineWriteEvictsBinding"},
+	{"ForgetsLateQuarantine", "TestGap_LateQuarantineWriteResolved"},
+	{"DropsLeasedSlot", "TestGap_SlotKeptWhileLeased"},
 }
 
 // TestVariantsCaught re-runs this test binary under each variant with its

@@ -144,7 +144,20 @@ type record struct {
 	own       bool   // quarantined: the local core holds the quarantine
 	written   bool   // quarantined: the store recorded it
 	adopted   bool   // the claim was another's (its idle deadline is unknown)
+	// settled is how Resolve settled this own quarantine locally, before
+	// the store recorded it (settledNone: not settled so): a write of it
+	// that lands afterwards is followed by the store's Resolve.
+	settled settlement
 }
+
+// settlement is how a quarantine was settled locally.
+type settlement uint8
+
+const (
+	settledNone settlement = iota
+	settledAccepted
+	settledNotAccepted
+)
 
 // quarantinedErrLocked describes a quarantined record as an error. The
 // caller holds r.s.mu.

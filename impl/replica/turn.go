@@ -596,12 +596,39 @@ func (c *Coordinator) writeQuarantine(parent context.Context, rec *record, rev i
 	cancel()
 	c.note(err)
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	s.writing--
 	if err == nil {
 		c.st.quarantinesWritten.Add(1)
 		rec.rev, rec.written = q.Rev, true
 	}
+	settled := rec.settled
+	if err == nil && settled != settledNone && !mutant("ForgetsLateQuarantine") {
+		// Resolve settled the attempt here while the write was out: the
+		// store's quarantine would make every replica refuse the session
+		// until the claim expired. The store learns the outcome (fenced by
+		// the attempt and generation, like any Resolve); the Deletes it
+		// brings evict what is cached.
+		s.writing++
+		s.mu.Unlock()
+		ctx, cancel := c.opCtx(context.WithoutCancel(parent))
+		_, _, rerr := c.store.Resolve(ctx, s.key, attempt, gen, settled == settledAccepted)
+		cancel()
+		c.note(rerr)
+		if rerr == nil {
+			c.st.lateQuarantinesResolved.Add(1)
+		} else if errors.Is(rerr, claims.ErrUnavailable) {
+			c.addRetry("resolve", func(ctx context.Context) error {
+				_, _, err := c.store.Resolve(ctx, s.key, attempt, gen, settled == settledAccepted)
+				if err == nil {
+					c.st.lateQuarantinesResolved.Add(1)
+				}
+				return err
+			})
+		}
+		s.mu.Lock()
+		s.writing--
+	}
+	defer s.mu.Unlock()
 	if s.cur.Load() == rec && rec.written && (s.maxDeleted >= rec.rev || c.epoch.Load() != epoch) {
 		c.evictLocked(s, rec) // the quarantine ended (or may have) as it was written
 		c.st.deleteEvictions.Add(1)

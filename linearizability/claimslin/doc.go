@@ -98,7 +98,7 @@
 //     only under a revision the store confirms, and Deletes and Resets
 //     that arrive during a write are applied after it
 //     (TestGap_ResolveUnwrittenChecksRevision,
-//     TestGap_DeleteDuringQuarantineWriteApplied).
+//     TestGap_DeferredDeleteAppliedAfterResolve).
 //   - A placing turn whose record a Reset evicted during its dispatch was
 //     accepted without a Hold in the store, and records a Reset evicted
 //     kept their leases without a hold (guarantee 6). Every leased record
@@ -120,7 +120,18 @@
 //     beyond the seeds CI runs). Only a quarantine, the record those
 //     writes rewrite, waits now; any other record is evicted at once
 //     (TestGap_DeleteDuringQuarantineWriteEvictsBinding,
-//     TestGap_DeferredDeleteAppliedAfterResolve).
+//     TestGap_DeferredDeleteAppliedAfterResolve). In the same run the
+//     quarantine write landed after the Resolve had settled its attempt
+//     locally, and the store kept the quarantine until a second Resolve
+//     came: such a write is now followed by the store's Resolve
+//     (TestGap_LateQuarantineWriteResolved).
+//   - The keepalive pass dropped a key's slot with no current record and
+//     no hold while a record of it had a request in flight: a Reset had
+//     evicted the record before its hold was made again (its first Hold
+//     found the store unreachable, and the pass ran while the replica
+//     still counted the store down). No later pass touched the claim,
+//     and it expired under the request (guarantee 5, one memstore run in
+//     300). A slot with leases now stays (TestGap_SlotKeptWhileLeased).
 //
 // The check used to steer around these (a Plan.KnownGaps switch,
 // CLAIMSLIN_KNOWN_GAPS, long turns letting go on a Reset, only "not

@@ -102,6 +102,8 @@ var replicaVariants = []struct{ name, doc string }{
 	{"ResolveUnchecked", "Resolve(accepted) of an own quarantine the store has not recorded binds again under the old revision without the store confirming it current"},
 	{"DropsDeferredDelete", "a Delete or Reset that came while a write of the key was in flight is not applied when the write returns"},
 	{"DefersEveryRecord", "a Delete waits for a write of the key in flight whatever the cached record: a binding under the replaced revision keeps routing"},
+	{"ForgetsLateQuarantine", "a quarantine write that lands after Resolve settled its attempt locally is left in the store: every replica refuses the session"},
+	{"DropsLeasedSlot", "the keepalive drops a slot with no current record and no hold while a record of it has requests in flight: their claim expires under them"},
 }
 
 // The checkers, in the order they are tried: test is an anchored -test.run
