@@ -221,6 +221,39 @@ func TestGap_LateQuarantineWriteResolved(t *testing.T) {
 	}
 }
 
+// The store's Resolve that follows a late quarantine write is retried
+// when it finds the store unreachable: once the store is back, the
+// session is bound there too.
+func TestGap_LateQuarantineResolveRetried(t *testing.T) {
+	e := newEnv(t, 2, nil, 0)
+	gs := &gateStore{entered: make(chan struct{}), gate: make(chan struct{}),
+		landed: make(chan struct{}), release: make(chan struct{})}
+	r1, _ := e.replica("r1", func(c *Config) { gs.Store = c.Store; c.Store = gs })
+	tu, err := r1.Start(tctx(t), "s", to("w1"))
+	require.NoError(t, err)
+	done := make(chan error, 1)
+	go func() { done <- tu.Complete(placement.Ambiguous) }()
+	<-gs.entered
+	var qe *QuarantinedError
+	_, err = r1.Start(tctx(t), "s", nil)
+	require.ErrorAs(t, err, &qe)
+	require.NoError(t, r1.Resolve(tctx(t), "s", qe.Attempt, qe.Gen, true))
+	close(gs.gate)
+	<-gs.landed
+	e.b.SetUnavailable("r1", true) // the follow-up Resolve finds the store unreachable
+	close(gs.release)
+	require.ErrorIs(t, <-done, ErrQuarantined)
+	tu.Done(false)
+	require.Equal(t, claims.Quarantined, mustClaim(t, e, "s").State)
+	require.Equal(t, 1, r1.Stats().PendingWrites, "the Resolve is queued")
+	e.b.SetUnavailable("r1", false)
+	require.Eventually(t, func() bool {
+		cl, ok := e.claimOf("s")
+		return ok && cl.State == claims.Bound && cl.Target == claims.Target{Worker: "w1"}
+	}, waitFor, tick, "the queued Resolve never reached the store")
+	assert.Equal(t, uint64(1), r1.Stats().LateQuarantinesResolved)
+}
+
 // resolveGateStore blocks Resolve until gate is closed (entered is closed
 // as it is called).
 type resolveGateStore struct {
@@ -323,8 +356,10 @@ func TestGap_ResetReholdsEveryLeasedRecord(t *testing.T) {
 	// A short turn reads the claim again: its record makes the hold.
 	require.False(t, serve(t, r1, "s", nil, placement.Accepted, false).Hit())
 	resets = r1.Stats().Resets
+	e.b.HoldEvents("r1", true) // r1 learns of it (a Reset) only once the holds are seen gone
 	e.b.LoseSession("r1")
 	require.NotContains(t, e.b.Holders("s"), "r1")
+	e.b.HoldEvents("r1", false)
 	require.Eventually(t, func() bool { return r1.Stats().Resets > resets }, waitFor, tick)
 	r1.Tick(tctx(t))
 	require.Contains(t, e.b.Holders("s"), "r1", "the lease in flight is not held in the store")

@@ -618,7 +618,10 @@ func (c *Coordinator) writeQuarantine(parent context.Context, rec *record, rev i
 			c.st.lateQuarantinesResolved.Add(1)
 		} else if errors.Is(rerr, claims.ErrUnavailable) {
 			c.addRetry("resolve", func(ctx context.Context) error {
+				ctx, cancel := c.opCtx(ctx)
+				defer cancel()
 				_, _, err := c.store.Resolve(ctx, s.key, attempt, gen, settled == settledAccepted)
+				c.note(err)
 				if err == nil {
 					c.st.lateQuarantinesResolved.Add(1)
 				}
