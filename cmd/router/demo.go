@@ -346,8 +346,14 @@ func runDemo(ctx context.Context, o options, out io.Writer) (err error) {
 	}
 	// Drain: the load has stopped; the requests it cut end, and
 	// quarantines settle by the resolver, the restart or their TTL.
-	drainEnd := time.Now().Add(o.quarantineTTL + o.dispatchTimeout + 4*o.every)
-	for (len(k.layer.Quarantined()) > 0 || k.driver.Stats().InFlight > 0) && time.Now().Before(drainEnd) && ctx.Err() == nil {
+	// A dispatch the load left without an answer opens its quarantine
+	// only when its DispatchTimeout passes: the drain judges nothing
+	// before then (an empty quarantine list a moment earlier says
+	// nothing of those).
+	drainFrom := time.Now()
+	drainEnd := drainFrom.Add(o.quarantineTTL + o.dispatchTimeout + 4*o.every)
+	for (time.Since(drainFrom) < o.dispatchTimeout+o.every || len(k.layer.Quarantined()) > 0 || k.driver.Stats().InFlight > 0) &&
+		time.Now().Before(drainEnd) && ctx.Err() == nil {
 		time.Sleep(o.every)
 	}
 	return summary(out, time.Since(start), k, st, ws)
