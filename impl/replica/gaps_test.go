@@ -170,6 +170,27 @@ func (s *gateStore) Quarantine(ctx context.Context, key string, rev int64, attem
 	return cl, err
 }
 
+// resolveWhileQuarantineWrites starts a placing turn of "s" on r1 (whose
+// store is gs) and completes it Ambiguous in the background: its
+// quarantine write blocks in gs. Meanwhile a turn is refused as locally
+// quarantined and the attempt is resolved accepted (the store has not
+// recorded the quarantine yet). It returns the placing turn, its
+// revision, and the Complete's result to come.
+func resolveWhileQuarantineWrites(t *testing.T, r1 *Coordinator, gs *gateStore) (*Turn, int64, <-chan error) {
+	t.Helper()
+	tu, err := r1.Start(tctx(t), "s", to("w1"))
+	require.NoError(t, err)
+	done := make(chan error, 1)
+	go func() { done <- tu.Complete(placement.Ambiguous) }()
+	<-gs.entered
+	var qe *QuarantinedError
+	_, err = r1.Start(tctx(t), "s", nil)
+	require.ErrorAs(t, err, &qe)
+	require.True(t, qe.Local)
+	require.NoError(t, r1.Resolve(tctx(t), "s", qe.Attempt, qe.Gen, true))
+	return tu, tu.Rev(), done
+}
+
 // A quarantine write that lands after Resolve(accepted) settled its
 // attempt here (the store had not recorded it yet, so the replica bound
 // the session again under the revision the store confirmed) is followed
@@ -182,17 +203,7 @@ func TestGap_LateQuarantineWriteResolved(t *testing.T) {
 	gs := &gateStore{entered: make(chan struct{}), gate: make(chan struct{})}
 	r1, _ := e.replica("r1", func(c *Config) { gs.Store = c.Store; c.Store = gs })
 	r2, _ := e.replica("r2")
-	tu, err := r1.Start(tctx(t), "s", to("w1"))
-	require.NoError(t, err)
-	rev := tu.Rev()
-	done := make(chan error, 1)
-	go func() { done <- tu.Complete(placement.Ambiguous) }()
-	<-gs.entered
-	var qe *QuarantinedError
-	_, err = r1.Start(tctx(t), "s", nil)
-	require.ErrorAs(t, err, &qe)
-	require.True(t, qe.Local)
-	require.NoError(t, r1.Resolve(tctx(t), "s", qe.Attempt, qe.Gen, true))
+	tu, rev, done := resolveWhileQuarantineWrites(t, r1, gs)
 	close(gs.gate)
 	require.ErrorIs(t, <-done, ErrQuarantined)
 	tu.Done(false)
@@ -229,15 +240,7 @@ func TestGap_LateQuarantineResolveRetried(t *testing.T) {
 	gs := &gateStore{entered: make(chan struct{}), gate: make(chan struct{}),
 		landed: make(chan struct{}), release: make(chan struct{})}
 	r1, _ := e.replica("r1", func(c *Config) { gs.Store = c.Store; c.Store = gs })
-	tu, err := r1.Start(tctx(t), "s", to("w1"))
-	require.NoError(t, err)
-	done := make(chan error, 1)
-	go func() { done <- tu.Complete(placement.Ambiguous) }()
-	<-gs.entered
-	var qe *QuarantinedError
-	_, err = r1.Start(tctx(t), "s", nil)
-	require.ErrorAs(t, err, &qe)
-	require.NoError(t, r1.Resolve(tctx(t), "s", qe.Attempt, qe.Gen, true))
+	tu, _, done := resolveWhileQuarantineWrites(t, r1, gs)
 	close(gs.gate)
 	<-gs.landed
 	e.b.SetUnavailable("r1", true) // the follow-up Resolve finds the store unreachable
@@ -309,16 +312,7 @@ func TestGap_DeleteDuringQuarantineWriteEvictsBinding(t *testing.T) {
 	gs := &gateStore{entered: make(chan struct{}), gate: make(chan struct{}),
 		landed: make(chan struct{}), release: make(chan struct{})}
 	r1, _ := e.replica("r1", func(c *Config) { gs.Store = c.Store; c.Store = gs })
-	tu, err := r1.Start(tctx(t), "s", to("w1"))
-	require.NoError(t, err)
-	rev := tu.Rev()
-	done := make(chan error, 1)
-	go func() { done <- tu.Complete(placement.Ambiguous) }()
-	<-gs.entered
-	var qe *QuarantinedError
-	_, err = r1.Start(tctx(t), "s", nil)
-	require.ErrorAs(t, err, &qe)
-	require.NoError(t, r1.Resolve(tctx(t), "s", qe.Attempt, qe.Gen, true))
+	tu, rev, done := resolveWhileQuarantineWrites(t, r1, gs)
 	hit := serve(t, r1, "s", nil, placement.Accepted, false)
 	require.True(t, hit.Hit(), "Resolve(accepted) cached the binding")
 	close(gs.gate)
