@@ -421,6 +421,60 @@ func TestContract_P3_PinAgreesWithBinding(t *testing.T) {
 	})
 }
 
+// P3, a pin to a worker with no rank agreeing with a binding to one of its
+// ranks: a hit on the binding's rank (issue 25, item 12: Eligible applied
+// only the pin and offered every rank of the worker, so the pick of another
+// rank was a *MismatchError in hard mode and moved the binding in soft
+// mode). When the bound rank is not eligible, the row is B4's.
+func TestContract_P3_WorkerPinAgreesWithRankedBinding(t *testing.T) {
+	eachMode(t, boundModes, func(t *testing.T, m affinity.Mode) {
+		e := newBareEnv(t, m)
+		e.join("r", "boot-1", 4)
+		r := e.req("s")
+		bound := affinity.Ranked("r", 2)
+		e.bind(r, bound)
+		pinned := r
+		pinned.Pin, pinned.HasPin = affinity.WorkerOnly("r"), true
+		all := cands(affinity.Ranked("r", 0), affinity.Ranked("r", 1), affinity.Ranked("r", 2), affinity.Ranked("r", 3))
+		for i := 0; i < 2; i++ {
+			tr := e.start(pinned)
+			got, err := tr.Eligible(all, nil)
+			require.NoError(t, err)
+			require.Equal(t, []affinity.Target{bound}, targetsOf(got), "narrowed to the binding's rank")
+			a, err := tr.Dispatch(got[0].Target)
+			require.NoError(t, err)
+			require.True(t, a.Hit())
+			require.NoError(t, a.Complete(placement.Accepted))
+			tr.Done()
+		}
+		e.requireBound(r, bound)
+		s := e.l.Stats()
+		require.Equal(t, uint64(2), s.Hits)
+		require.Equal(t, uint64(1), s.Binds)
+		require.Equal(t, [len(s.Moves)]uint64{}, s.Moves, "no move")
+		require.Zero(t, s.Errors)
+
+		// The bound rank overloaded: soft, the pin's whole worker (the
+		// dispatch then moves the binding, B4); hard, the binding's
+		// *IneligibleError (B4), the binding kept.
+		busy := cands(affinity.Ranked("r", 0), affinity.Ranked("r", 1), affinity.Ranked("r", 2), affinity.Ranked("r", 3))
+		busy[2].Overloaded = true
+		tr := e.start(pinned)
+		defer tr.Done()
+		got, err := tr.Eligible(busy, nil)
+		if m == affinity.ModeHard {
+			var ie *affinity.IneligibleError
+			require.ErrorAs(t, err, &ie)
+			require.ErrorIs(t, err, affinity.ErrPinnedWorkerOverloaded)
+			require.Equal(t, bound, ie.Target)
+			require.True(t, ie.Bound)
+			return
+		}
+		require.NoError(t, err)
+		require.Equal(t, []affinity.Target{affinity.Ranked("r", 0), affinity.Ranked("r", 1), affinity.Ranked("r", 3)}, targetsOf(got))
+	})
+}
+
 // P4: a pin that disagrees with the live binding: soft, the dispatch goes
 // to the pin and the binding follows (MoveFollow); hard, a *PinError
 // (ErrPinConflict) at Start, and the binding is kept.

@@ -73,6 +73,8 @@
 //	     not serve (*PinError, ErrInvalidPin);
 //	     not allowed or overloaded                typed error  *IneligibleError (at Eligible)        same as soft
 //	P3   pin agrees with the live binding         -            hit (the dispatch goes to the pin)    same as soft
+//	     (a worker-only pin, a binding to one of               narrowed to the binding's rank; not   B4's *IneligibleError
+//	     its worker's ranks)                                   eligible: the pin's set, as B4
 //	P4   pin disagrees with the live binding      -            dispatch to the pin; the binding      *PinError (ErrPinConflict)
 //	                                                           follows (move "follow")               at Start; binding kept
 //	P5   pin, session not bound                   -            the pin's dispatch binds the session  same as soft

@@ -27,7 +27,11 @@ type Candidate struct {
 //
 //   - with a pin: the eligible candidates the pin accepts, or a typed error
 //     (*IneligibleError: gone, not allowed, overloaded; *PinError: a rank
-//     the worker does not serve), in every mode;
+//     the worker does not serve), in every mode; with a binding the pin
+//     agrees with (a worker-only pin and a binding to one of the worker's
+//     ranks), those the binding accepts among them, if there is one;
+//     otherwise all the pin's (soft mode) or the binding's typed
+//     *IneligibleError (hard mode);
 //   - with an affinity target (a binding, or the hint of a session's first
 //     turn): the eligible candidates it accepts (a worker-only target
 //     accepts every rank of its worker), if there is one; otherwise the
@@ -101,7 +105,26 @@ func (e Eligibility) dispatchable(t Target) bool {
 // Eligibility). It does not modify cands.
 func (e Eligibility) Select(cands []Candidate) ([]Candidate, error) {
 	if e.hasPin {
-		return e.exact(e.pin, false, cands)
+		out, err := e.exact(e.pin, false, cands)
+		if err != nil || !e.hasAffinity || !e.bound || !agreesWith(e.pin, e.affinity) || mutant("PinIgnoresBinding") {
+			return out, err
+		}
+		// A pin that agrees with the binding (row P3) is narrowed to it: a
+		// worker-only pin leaves the rank open, and the binding's rank is
+		// where the session's cache is.
+		var narrowed []Candidate
+		for _, c := range out {
+			if e.affinity.Accepts(c.Target) {
+				narrowed = append(narrowed, c)
+			}
+		}
+		switch {
+		case len(narrowed) > 0:
+			return narrowed, nil
+		case e.mode == ModeHard:
+			return e.exact(e.affinity, true, cands)
+		}
+		return out, nil
 	}
 	if e.hasAffinity {
 		var narrowed []Candidate

@@ -74,10 +74,19 @@ func genWorld(t *rapid.T) world {
 		return m
 	}
 	w.allow, w.avail = set("allow"), set("avail")
-	switch rapid.IntRange(0, 3).Draw(t, "target-kind") {
+	switch rapid.IntRange(0, 4).Draw(t, "target-kind") {
 	case 1:
 		p := pick("pin")
 		w.pin = &p
+	case 4:
+		// A pin with the session's binding: mostly a worker-only pin on
+		// the binding's worker (row P3's narrowing).
+		a := pick("affinity")
+		p := pick("pin")
+		if rapid.IntRange(0, 3).Draw(t, "pin-agrees") > 0 {
+			p = WorkerOnly(a.Worker)
+		}
+		w.pin, w.affinity, w.bound = &p, &a, true
 	case 2, 3:
 		a := pick("affinity")
 		w.affinity, w.bound = &a, rapid.Bool().Draw(t, "bound")
@@ -135,8 +144,27 @@ func reference(w world) ([]Candidate, error) {
 		}
 		return out, nil
 	}
+	agrees := func(p, b Target) bool {
+		return p.Worker == b.Worker && (!p.HasRank || b.HasRank) && (!p.HasRank || p.Rank == b.Rank)
+	}
 	if w.pin != nil {
-		return exact(*w.pin, false)
+		out, err := exact(*w.pin, false)
+		if err != nil || w.affinity == nil || !w.bound || !agrees(*w.pin, *w.affinity) {
+			return out, err
+		}
+		var narrowed []Candidate
+		for _, c := range out {
+			if accepts(*w.affinity, c.Target) {
+				narrowed = append(narrowed, c)
+			}
+		}
+		switch {
+		case len(narrowed) > 0:
+			return narrowed, nil
+		case w.mode == ModeHard:
+			return exact(*w.affinity, true)
+		}
+		return out, nil
 	}
 	var full []Candidate
 	for _, c := range w.cands {

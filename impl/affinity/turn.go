@@ -376,6 +376,10 @@ func (t *Turn) Unpinned() Cause {
 func (t *Turn) Eligible(cands []Candidate, allow func(worker string) bool) ([]Candidate, error) {
 	e := t.l.Eligibility().WithAllow(allow)
 	switch {
+	case t.req.HasPin && t.st == turnBound:
+		// The pin agrees with the binding (Start refuses a pin that
+		// conflicts in hard mode; in soft mode a disagreeing pin wins).
+		e = e.WithPin(t.req.Pin).WithBinding(t.lease.Target().target())
 	case t.req.HasPin:
 		e = e.WithPin(t.req.Pin)
 	case t.st == turnBound:
