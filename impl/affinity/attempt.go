@@ -289,9 +289,10 @@ func (a *Attempt) Complete(o placement.Outcome) error {
 			}
 			// The bound worker refused a later turn: the binding moves
 			// (fenced by the version this request holds).
-			_ = t.lease.Invalidate()
+			if l.invalidateRefused(t) {
+				l.stats.moves[MoveRefused].Add(1)
+			}
 			t.acq.Done()
-			l.stats.moves[MoveRefused].Add(1)
 			if !t.moved(MoveRefused) {
 				t.unpinned(CauseMovesExhausted)
 			} else {

@@ -1206,6 +1206,48 @@ func TestContract_L1_LaterTurnRefused(t *testing.T) {
 	})
 }
 
+// L1, counted: Stats.Moves[MoveRefused] counts a refused hit only when its
+// fenced invalidation removes the binding (issue 25, item 13): not a
+// refusal on a hold whose version another request's move already ended,
+// and once for two refusals of one version.
+func TestContract_L1_RefusedStaleHoldMovesNothing(t *testing.T) {
+	t.Run("the version moved on", func(t *testing.T) {
+		e := newEnv(t, affinity.ModeSoft)
+		r := e.req("s")
+		e.bind(r, wa)
+		mover, stale := e.start(r), e.start(r)
+		a, err := mover.Dispatch(wb) // the binding follows (B5): a fenced move
+		require.NoError(t, err)
+		require.NoError(t, a.Complete(placement.Accepted))
+		mover.Done()
+		e.requireBound(r, wb)
+		a, err = stale.Dispatch(wa) // a hit on the version the move ended
+		require.NoError(t, err)
+		require.True(t, a.Hit())
+		require.ErrorIs(t, a.Complete(placement.DefinitelyNotAccepted), placement.ErrNotAccepted)
+		stale.Done()
+		e.requireBound(r, wb) // the refusal removed nothing
+		s := e.l.Stats()
+		require.Equal(t, uint64(1), s.Moves[affinity.MoveFollow])
+		require.Zero(t, s.Moves[affinity.MoveRefused], "the stale hold's invalidation removed nothing")
+	})
+	eachMode(t, boundModes, func(t *testing.T, m affinity.Mode) {
+		e := newEnv(t, m)
+		r := e.req("s")
+		e.bind(r, wa)
+		t1, t2 := e.start(r), e.start(r)
+		for _, tr := range []*affinity.Turn{t1, t2} {
+			a, err := tr.Dispatch(wa)
+			require.NoError(t, err)
+			require.True(t, a.Hit())
+			require.ErrorIs(t, a.Complete(placement.DefinitelyNotAccepted), placement.ErrNotAccepted)
+			tr.Done()
+		}
+		e.requireUnbound(r)
+		require.Equal(t, uint64(1), e.l.Stats().Moves[affinity.MoveRefused], "one binding moved")
+	})
+}
+
 // L2: a later turn timed out or cut (Ambiguous on a hit): ErrOutcomeUnknown,
 // not replayed, the binding kept (and its idle TTL not refreshed);
 // timeouts alone never move it.

@@ -130,6 +130,76 @@ type Layer struct {
 	// One map per phase: the phases' coordinators count attempt ids
 	// apart, and with a fixed Config.FirstAttempt their ids coincide.
 	finalQ [numPhases]sync.Map // uint64 -> struct{}
+	// refusing notes the binding versions refused hits are invalidating,
+	// so that Stats.Moves[MoveRefused] counts a removal, not a call.
+	refusing refusals
+}
+
+// refusals are the binding versions refused hits are invalidating: the
+// core's Removed event, which it emits under the key's lock during the
+// Invalidate that removes the version, marks the version's entry.
+type refusals struct {
+	n  atomic.Int32 // entries in m: the Observer's fast path
+	mu sync.Mutex
+	m  map[refusalKey]*refusal
+}
+
+type refusalKey struct {
+	phase   Phase
+	key     string
+	version uint64
+}
+
+type refusal struct {
+	users   int  // refused hits of this version invalidating it now
+	removed bool // the version was removed while they did (not yet counted)
+}
+
+// invalidateRefused ends t's lease on its binding with a fenced
+// invalidation and reports whether this removed the binding: true once
+// per removed version, whichever of its concurrent refused hits claims it,
+// and false on a version another request's move (or the session's end)
+// had already ended. (A removal by another request's move in the same
+// instant is credited to the refusal too: the Observer cannot tell the two
+// calls apart. The version is still counted once.)
+func (l *Layer) invalidateRefused(t *Turn) bool {
+	k := refusalKey{phase: t.req.Phase, key: t.req.Session.k, version: t.lease.Version()}
+	r := &l.refusing
+	r.mu.Lock()
+	if r.m == nil {
+		r.m = map[refusalKey]*refusal{}
+	}
+	e := r.m[k]
+	if e == nil {
+		e = &refusal{}
+		r.m[k] = e
+		r.n.Add(1)
+	}
+	e.users++
+	r.mu.Unlock()
+	_ = t.lease.Invalidate()
+	r.mu.Lock()
+	removed := e.removed
+	e.removed = false
+	if e.users--; e.users == 0 {
+		delete(r.m, k)
+		r.n.Add(-1)
+	}
+	r.mu.Unlock()
+	return removed || mutant("CountsRefusalCalls")
+}
+
+// removed marks a refused hit's version removed (the Observer, under the
+// key's lock).
+func (r *refusals) removed(k refusalKey) {
+	if r.n.Load() == 0 {
+		return
+	}
+	r.mu.Lock()
+	if e := r.m[k]; e != nil {
+		e.removed = true
+	}
+	r.mu.Unlock()
 }
 
 // New returns a layer for cfg. Close it to stop the core's background work.
@@ -160,7 +230,7 @@ func New(cfg Config) (*Layer, error) {
 			IdleTTL: cfg.IdleTTL, ReserveTimeout: cfg.ReserveTimeout, DispatchTimeout: cfg.DispatchTimeout,
 			QuarantineTTL: cfg.QuarantineTTL, MaxEntries: cfg.MaxEntries, Clock: cfg.Clock,
 			ClockResolution: cfg.ClockResolution, FirstAttempt: cfg.FirstAttempt,
-			Observer: func(ev placement.Event[slot]) { l.observe(finalQ, ev) },
+			Observer: func(ev placement.Event[slot]) { l.observe(Phase(p), finalQ, ev) },
 		})
 		if err != nil {
 			for _, c := range l.core[:p] {
@@ -504,7 +574,7 @@ func (l *Layer) EndSession(key Key) (bool, error) {
 
 // observe counts the core's events (called under the key's lock: atomics
 // only).
-func (l *Layer) observe(finalQ *sync.Map, ev placement.Event[slot]) {
+func (l *Layer) observe(p Phase, finalQ *sync.Map, ev placement.Event[slot]) {
 	if testhooks.CoreEvent != nil {
 		testhooks.CoreEvent(ev.Kind.String(), Key{k: ev.Key}.String(), ev.Attempt, ev.Seq)
 	}
@@ -527,6 +597,10 @@ func (l *Layer) observe(finalQ *sync.Map, ev placement.Event[slot]) {
 		finalQ.Delete(ev.Attempt)
 	case placement.EventExpired:
 		s.expired.Add(1)
+	case placement.EventRemoved:
+		if ev.HasTarget {
+			l.refusing.removed(refusalKey{phase: p, key: ev.Key, version: ev.Attempt})
+		}
 	}
 }
 

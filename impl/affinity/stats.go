@@ -26,9 +26,11 @@ type Stats struct {
 	// Unpinned counts requests routed unpinned, by Cause.
 	Unpinned [NumCauses]uint64
 	// Moves counts bindings moved, by MoveCause: a refused hit's binding
-	// when it is invalidated; the others when the request that gave the
-	// binding up places the session again (a request that finds it placed
-	// by someone else meanwhile moved nothing).
+	// when its fenced invalidation removes it (once for concurrent
+	// refusals of one binding version, and not for a refusal on a version
+	// another request's move had already ended); the others when the
+	// request that gave the binding up places the session again (a request
+	// that finds it placed by someone else meanwhile moved nothing).
 	Moves [NumMoveCauses]uint64
 	// QuarantinesOpened, ResolvedAccepted, ResolvedNotAccepted,
 	// QuarantinesExpired (QuarantineTTL) and QuarantinesDropped (the
