@@ -25,8 +25,9 @@
 // (Proxy.Phase); the router's handler runs the prefill Proxy, then the
 // decode one. Each Driver's Stats are then its phase's.
 //
-// It imports only the standard library, the core (impl/placement), the
-// affinity layer and the kit's packages (impl/picker, impl/httpoutcome).
+// It imports the standard library, the core (impl/placement), the affinity
+// layer, the kit's packages (impl/picker, impl/httpoutcome) and, for the
+// health poller's concurrent checks, golang.org/x/sync/errgroup.
 //
 // # The driver's contract
 //
