@@ -1030,6 +1030,61 @@ func TestContract_Q1_Quarantined(t *testing.T) {
 	})
 }
 
+// Q1, soft: a quarantined session's turns are narrowed to the quarantined
+// attempt's target while it is eligible (its cache is warm, and the attempt
+// may be running there), and go to the full set when it is not; still
+// unpinned: no binding made, the quarantine kept (issue 25, item 11).
+func TestContract_Q1_SoftPrefersQuarantinedTarget(t *testing.T) {
+	e := newEnv(t, affinity.ModeSoft)
+	r := e.req("s")
+	attempt := e.ambiguous(r, wb)
+	tr := e.start(r)
+	require.Equal(t, affinity.CauseQuarantined, tr.Unpinned())
+	got, err := tr.Eligible(abc(), nil)
+	require.NoError(t, err)
+	require.Equal(t, []affinity.Target{wb}, targetsOf(got), "narrowed to the quarantined attempt's target")
+	a, err := tr.Dispatch(wb)
+	require.NoError(t, err)
+	require.Zero(t, a.ID(), "unpinned: no attempt")
+	require.NoError(t, a.Complete(placement.Accepted))
+	tr.Done()
+
+	// Not eligible (overloaded, not allowed, failed): the full set, no error.
+	busy := abc()
+	busy[1].Overloaded = true
+	tr = e.start(r)
+	got, err = tr.Eligible(busy, nil)
+	require.NoError(t, err)
+	require.Equal(t, []affinity.Target{wa, wb, wc}, targetsOf(got))
+	got, err = tr.Eligible(abc(), func(w string) bool { return w != "b" })
+	require.NoError(t, err)
+	require.Equal(t, []affinity.Target{wa, wc}, targetsOf(got))
+	tr.Done()
+	require.NoError(t, e.l.Fail("b"))
+	tr = e.start(r)
+	require.Equal(t, affinity.CauseQuarantined, tr.Unpinned())
+	got, err = tr.Eligible(abc(), nil)
+	require.NoError(t, err)
+	require.Equal(t, []affinity.Target{wa, wc}, targetsOf(got))
+	tr.Done()
+
+	// A pin still wins.
+	pinned := r
+	pinned.Pin, pinned.HasPin = wc, true
+	tr = e.start(pinned)
+	got, err = tr.Eligible(abc(), nil)
+	require.NoError(t, err)
+	require.Equal(t, []affinity.Target{wc}, targetsOf(got))
+	tr.Done()
+
+	e.requireUnbound(r)
+	qs := e.l.Quarantined()
+	require.Len(t, qs, 1, "the quarantine is kept")
+	require.Equal(t, attempt, qs[0].Attempt)
+	require.Zero(t, e.l.Stats().Binds)
+	require.Zero(t, e.l.Stats().Errors)
+}
+
 // fill binds n sessions (fill-0 ... fill-n-1) to a.
 func (e *env) fill(n int) {
 	e.t.Helper()

@@ -91,7 +91,9 @@
 //	S1   session unbound, nobody placing          -            placing: the dispatch binds           same as soft
 //	S2   another request is placing the session   -            wait (until ctx ends)                 same as soft
 //	Q1   session quarantined                      -            unpinned (CauseQuarantined): no       *QuarantinedError with
-//	                                                           binding made, the quarantine kept     Until, RetryAfter
+//	                                                           binding made, the quarantine kept;    Until, RetryAfter
+//	                                                           narrowed to the quarantined attempt's
+//	                                                           target while it is eligible
 //	C1   table full                               -            unpinned (CauseCapacity), never an    same as soft
 //	                                                           error (an unseen session is also
 //	                                                           remembered, as in A1)

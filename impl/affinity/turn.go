@@ -275,6 +275,12 @@ func (t *Turn) acquire(ctx context.Context) error {
 				l.stats.errors.Add(1)
 				return quarantined(amb, t.c.Now())
 			}
+			// Soft: served unpinned, narrowed to the quarantined
+			// attempt's target while it is eligible (its cache is warm,
+			// and the attempt may be running there).
+			if !mutant("QuarantineGoesAnywhere") {
+				t.hint, t.hinted = amb.Target.target(), true
+			}
 			if t.req.Final {
 				// The session's final request is served unpinned: a
 				// Resolve that binds the quarantined attempt ends the
@@ -371,7 +377,9 @@ func (t *Turn) Unpinned() Cause {
 
 // Eligible returns the candidates the scheduler may choose from for this
 // request: the layer's Eligibility with the request's pin, its binding (or
-// the hint its session's first turn left), and allow (nil: every worker).
+// the hint its session's first turn left, or, for a quarantined session in
+// soft mode, the quarantined attempt's target), and allow (nil: every
+// worker).
 // See Eligibility for the rules and the errors.
 func (t *Turn) Eligible(cands []Candidate, allow func(worker string) bool) ([]Candidate, error) {
 	e := t.l.Eligibility().WithAllow(allow)
@@ -384,7 +392,7 @@ func (t *Turn) Eligible(cands []Candidate, allow func(worker string) bool) ([]Ca
 		e = e.WithPin(t.req.Pin)
 	case t.st == turnBound:
 		e = e.WithBinding(t.lease.Target().target())
-	case t.hinted && t.st != turnUnpinned:
+	case t.hinted && (t.st != turnUnpinned || t.cause == CauseQuarantined):
 		e = e.WithHint(t.hint)
 	}
 	out, err := e.Select(cands)

@@ -77,6 +77,7 @@ var affinityVariants = []struct{ name, doc string }{
 	{"KeepsGoneQuarantine", "a quarantine of an attempt on a worker that left or restarted still holds its session until the Leave's (or Join's) bump reaches the core"},
 	{"PinIgnoresBinding", "a worker-only pin that agrees with a binding to one of the worker's ranks offers every rank (Eligible applies the pin alone): the pick of another rank is a mismatch (hard) or a move (soft)"},
 	{"CountsRefusalCalls", "Stats.Moves[MoveRefused] counts every refused hit's invalidation, also one that removed nothing (a stale hold, a second refusal of one version)"},
+	{"QuarantineGoesAnywhere", "soft mode: a quarantined session's turns go to the full set, not to the quarantined attempt's target while it is eligible"},
 	{"TrustsOldHit", "Start judges the membership after its hit and returns the binding without checking it is still live (a descheduled Start returns a binding that ended)"},
 }
 
