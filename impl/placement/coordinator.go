@@ -438,7 +438,8 @@ func (c *Coordinator[T]) acquireSlow(ctx context.Context, key string, wait bool)
 				return Acquisition[T]{Reservation: r}, nil
 			}
 			e.leaveLocked(w)
-			err := &AmbiguousError[T]{Key: key, Attempt: e.p.attempt, Generation: e.p.tgen, Target: e.p.target, Expires: time.Duration(e.p.deadline)}
+			err := &AmbiguousError[T]{Key: key, Attempt: e.p.attempt, Generation: e.p.tgen, Target: e.p.target,
+				Expires: time.Duration(e.p.deadline), DispatchedAt: time.Duration(e.p.dispatched)}
 			if mutant("AmbiguousWithoutTarget") {
 				var zero T
 				err.Target = zero

@@ -160,7 +160,7 @@ func (c *Coordinator[T]) dispatchLocked(e *entry[T], r *Reservation[T], target T
 	r.d = d
 	e.st = stDispatching
 	e.p.attempt, e.p.target, e.p.slot, e.p.tgen = d.attempt, target, slot, gen
-	e.p.deadline = d.deadline
+	e.p.deadline, e.p.dispatched = d.deadline, now
 	if !mutant("DispatchDeadlineUnnoted") {
 		// The dispatch may time out (and its quarantine end) before the
 		// reservation's deadline: a full table must know to sweep then.
@@ -379,6 +379,7 @@ func (d *Dispatch[T]) Complete(o Outcome) (Lease[T], error) {
 			e.p = &pending[T]{}
 		}
 		e.p.attempt, e.p.target, e.p.slot, e.p.tgen = d.attempt, d.target, c.catalog.slot(d.target), d.gen
+		e.p.dispatched = d.deadline - c.dispatchTimeout
 		if e.st == stAbsent {
 			c.live.Add(1)
 		}
@@ -392,7 +393,8 @@ func (d *Dispatch[T]) Complete(o Outcome) (Lease[T], error) {
 	defer e.mu.Unlock()
 	late := e.st == stQuarantined
 	ev := Event[T]{Key: e.key, Attempt: d.attempt, Generation: d.gen, Outcome: o}
-	ambiguous := &AmbiguousError[T]{Key: e.key, Attempt: d.attempt, Generation: d.gen, Target: d.target}
+	ambiguous := &AmbiguousError[T]{Key: e.key, Attempt: d.attempt, Generation: d.gen, Target: d.target,
+		DispatchedAt: time.Duration(d.deadline - c.dispatchTimeout)}
 	switch {
 	case o == Accepted:
 		cur := c.commitGen(e)

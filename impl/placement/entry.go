@@ -56,6 +56,9 @@ type pending[T comparable] struct {
 	slot     *targetSlot[T]  // its target's catalog slot
 	tgen     uint64          // its target's generation
 	deadline int64           // initialization deadline, or the quarantine's (QuarantineTTL)
+	// dispatched is when the attempt was dispatched (its BeginDispatch):
+	// a quarantine reports it, so a resolver can bound the attempt's age.
+	dispatched int64
 	// resDeadline is the reservation's own deadline, set when the key is
 	// reserved and kept across dispatches: a DefinitelyNotAccepted
 	// rollback returns the reservation with it, never a fresh one.

@@ -113,6 +113,10 @@ type AmbiguousError[T comparable] struct {
 	// may try again. Zero after a late Ambiguous (the quarantine it names
 	// may be over).
 	Expires time.Duration
+	// DispatchedAt is when the attempt was dispatched (its BeginDispatch),
+	// on the same clock: the request was sent at or after it, so a
+	// resolver that asks the target bounds the attempt's age by it.
+	DispatchedAt time.Duration
 }
 
 // Error describes the error.

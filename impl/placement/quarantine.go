@@ -17,6 +17,11 @@ type Quarantine[T comparable] struct {
 	// Since is when the attempt became ambiguous: an Ambiguous outcome (or
 	// Drop), or its dispatch deadline when the dispatch timed out.
 	Since time.Duration
+	// DispatchedAt is when the attempt was dispatched (its BeginDispatch):
+	// the request was sent at or after it, so a resolver bounds the
+	// attempt's age by Now - DispatchedAt (at most DispatchTimeout before
+	// Since).
+	DispatchedAt time.Duration
 	// Age is how long the session has been quarantined, at the listing
 	// (never negative).
 	Age time.Duration
@@ -58,7 +63,7 @@ func (c *Coordinator[T]) Quarantined() []Quarantine[T] {
 		}
 		since := e.p.deadline - c.quarantineTTL
 		out = append(out, Quarantine[T]{Key: e.key, Attempt: e.p.attempt, Target: e.p.target,
-			Generation: e.p.tgen, Since: time.Duration(since), Age: time.Duration(now - since),
+			Generation: e.p.tgen, Since: time.Duration(since), DispatchedAt: time.Duration(e.p.dispatched), Age: time.Duration(now - since),
 			Expires: time.Duration(e.p.deadline)})
 		return true
 	})

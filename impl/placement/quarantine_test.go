@@ -262,3 +262,36 @@ func TestContract_QuarantinedAgesNeverNegative(t *testing.T) {
 		}
 	}
 }
+
+// TestContract_QuarantineCarriesDispatchTime: a quarantine says when its
+// attempt was dispatched (DispatchedAt, on the coordinator's clock), in the
+// listing and in the *AmbiguousError of the Complete that opened it and of
+// a later Acquire, whether it became ambiguous early or by its deadline: a
+// resolver bounds the attempt's age by it (issue 25, item 9).
+func TestContract_QuarantineCarriesDispatchTime(t *testing.T) {
+	c, clk := manual(t, func(c *Config[target]) { c.DispatchTimeout, c.QuarantineTTL = 10*time.Second, time.Minute })
+	must(t, clk.Advance(time.Second))
+	early := quarantine(t, c, "early") // ambiguous at 1s, dispatched at 1s
+	must(t, clk.AdvanceBy(2*time.Second))
+	d, err := reserve(t, c, "late").BeginDispatch(w1, c.Generation(w1)) // dispatched at 3s
+	must(t, err)
+	must(t, clk.AdvanceBy(20*time.Second)) // its deadline (13s) passes: quarantined from 13s
+	var amb *AmbiguousError[target]
+	if _, err := c.TryAcquire("late"); !errors.As(err, &amb) || amb.Attempt != d.Attempt() || amb.DispatchedAt != 3*time.Second {
+		t.Fatalf("Acquire of the timed-out dispatch's session: %+v, want DispatchedAt 3s", err)
+	}
+	if _, err := c.TryAcquire("early"); !errors.As(err, &amb) || amb.Attempt != early.Attempt() || amb.DispatchedAt != time.Second {
+		t.Fatalf("Acquire of the early ambiguous session: %+v, want DispatchedAt 1s", err)
+	}
+	got := c.Quarantined()
+	if len(got) != 2 || got[0].Key != "early" || got[0].DispatchedAt != time.Second || got[0].Since != time.Second ||
+		got[1].Key != "late" || got[1].DispatchedAt != 3*time.Second || got[1].Since != 13*time.Second {
+		t.Fatalf("Quarantined() = %+v", got)
+	}
+	d2, err := reserve(t, c, "third").BeginDispatch(w1, c.Generation(w1)) // dispatched at 23s
+	must(t, err)
+	must(t, clk.AdvanceBy(time.Second))
+	if _, err := d2.Complete(Ambiguous); !errors.As(err, &amb) || amb.DispatchedAt != 23*time.Second {
+		t.Fatalf("Complete(Ambiguous): %+v, want DispatchedAt 23s", err)
+	}
+}
