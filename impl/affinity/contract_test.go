@@ -1085,6 +1085,33 @@ func TestContract_Q1_SoftPrefersQuarantinedTarget(t *testing.T) {
 	require.Zero(t, e.l.Stats().Errors)
 }
 
+// Q1, the dispatch time: a quarantine says when its attempt was
+// dispatched, in Quarantined, the placing request's *UnknownOutcomeError
+// and hard mode's *QuarantinedError (a resolver bounds the attempt's age
+// by it: issue 25, item 9).
+func TestContract_Q1_QuarantineCarriesDispatchTime(t *testing.T) {
+	e := newEnv(t, affinity.ModeHard)
+	r := e.req("s")
+	require.NoError(t, e.clk.Set(5*time.Second))
+	tr := e.start(r)
+	a, err := tr.Dispatch(wa)
+	require.NoError(t, err)
+	require.NoError(t, e.clk.Set(7*time.Second))
+	err = a.Complete(placement.Ambiguous)
+	tr.Done()
+	var u *affinity.UnknownOutcomeError
+	require.ErrorAs(t, err, &u)
+	require.Equal(t, 5*time.Second, u.Quarantine.DispatchedAt)
+	_, err = e.l.Start(waitCtx(t), r)
+	var qe *affinity.QuarantinedError
+	require.ErrorAs(t, err, &qe)
+	require.Equal(t, 5*time.Second, qe.DispatchedAt)
+	qs := e.l.Quarantined()
+	require.Len(t, qs, 1)
+	require.Equal(t, 5*time.Second, qs[0].DispatchedAt)
+	require.Equal(t, 7*time.Second, qs[0].Since)
+}
+
 // fill binds n sessions (fill-0 ... fill-n-1) to a.
 func (e *env) fill(n int) {
 	e.t.Helper()

@@ -168,6 +168,9 @@ type QuarantinedError struct {
 	// Until is when the quarantine ends at the latest, on the layer's clock
 	// (Layer.Now); RetryAfter how long that is from the error.
 	Until, RetryAfter time.Duration
+	// DispatchedAt is when the quarantined attempt was dispatched, on the
+	// layer's clock.
+	DispatchedAt time.Duration
 }
 
 // Error describes the error.

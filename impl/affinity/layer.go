@@ -501,6 +501,10 @@ type Quarantine struct {
 	// Since and Expires: when it began and when QuarantineTTL ends it, on
 	// the layer's clock.
 	Since, Expires time.Duration
+	// DispatchedAt: when the attempt was dispatched, on the layer's clock
+	// (at most DispatchTimeout before Since). The request was sent at or
+	// after it: a resolver bounds the attempt's age by Now - DispatchedAt.
+	DispatchedAt time.Duration
 	// Final: the attempt was its session's final request: a Resolve that
 	// binds it ends the binding at once.
 	Final bool
@@ -519,7 +523,8 @@ func (l *Layer) Quarantined() []Quarantine {
 			}
 			_, final := l.finalQ[p].Load(q.Attempt)
 			out = append(out, Quarantine{Key: Key{k: q.Key}, Phase: Phase(p), Target: q.Target.target(), Identity: id,
-				Attempt: q.Attempt, Generation: q.Generation, Since: q.Since, Expires: q.Expires, Final: final})
+				Attempt: q.Attempt, Generation: q.Generation, Since: q.Since, Expires: q.Expires,
+				DispatchedAt: q.DispatchedAt, Final: final})
 		}
 	}
 	return out

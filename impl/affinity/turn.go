@@ -308,7 +308,7 @@ var testAfterHit func()
 // quarantined is the layer's error for the core's quarantine amb.
 func quarantined(amb *placement.AmbiguousError[slot], now time.Duration) *QuarantinedError {
 	return &QuarantinedError{Target: amb.Target.target(), Attempt: amb.Attempt, Generation: amb.Generation,
-		Until: amb.Expires, RetryAfter: max(0, amb.Expires-now)}
+		Until: amb.Expires, RetryAfter: max(0, amb.Expires-now), DispatchedAt: amb.DispatchedAt}
 }
 
 // gone reports whether s's worker instance is no longer a member (it left
