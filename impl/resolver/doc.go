@@ -76,9 +76,10 @@
 // A Ledger's Middleware reads the attempt id from the router's header
 // (DefaultHeader, X-Placement-Attempt: never Idempotency-Key, see
 // affinity.Attempt.ID) and records it before the worker runs the request.
-// The router asks GET <prefix>/attempts/{id}?age_ms=A, A being how long
-// ago, at most, it sent the attempt (HTTPStatus sends Now - Since +
-// DispatchTimeout). Each rule has its test (ledger_test.go):
+// The router asks GET <prefix>/attempts/{id}?age_ms=A&fence=1, A being how
+// long ago, at most, it sent the attempt (HTTPStatus sends Now minus the
+// quarantine's DispatchedAt, on the Resolver's clock unless HTTPConfig.Now
+// is set). Each rule has its test (ledger_test.go):
 //
 //	L1  An attempt the ledger recorded answers "arrived".
 //	L2  The fence: answering "not-arrived" is a promise, so the ledger
@@ -110,6 +111,25 @@
 //	L8  A request without the header runs unrecorded; an invalid header
 //	    (empty, over MaxAttemptIDBytes, not visible ASCII, or given twice)
 //	    is a 400.
+//	L9  Fence (fence=1): where L3 answers "unknown" for an id the ledger
+//	    does not remember, it fences the id (a tombstone: its later
+//	    arrival is refused, as in L2) if it has room (L5), and the answer
+//	    says so with the window it covered (covered_ms: since it started,
+//	    since the newest arrival it forgot, or since it fenced the id:
+//	    no arrival of the id came in it). A later question judges the age
+//	    against that window and answers "not-arrived" once L3 holds in it.
+//
+// A young ledger: an age is known only up to Slack (the question's time on
+// the network, the clocks' rates), so by L3 alone an attempt sent less
+// than Slack after the ledger started is never "not-arrived". The fenced
+// answer lets the asker decide instead: HTTPStatus reads its clock before
+// the question (the age) and after the answer, so the window the ledger
+// covered began, on the router's timeline, at most covered_ms before the
+// answer came (less the drift of the two clocks over it, MaxDrift, and
+// the router clock's resolution, ClockMargin); an attempt dispatched after
+// that did not arrive, and the fence says it never will. So an ambiguous
+// first turn sent a second after the worker started is settled as soon as
+// it is quarantined, not when QuarantineTTL ends it.
 //
 // What the ledger assumes: attempt ids are unique per worker (the core
 // draws each coordinator's first id at random from [1, 2^63]; a router

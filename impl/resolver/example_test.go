@@ -126,8 +126,9 @@ func Example_sidecar() {
 	resp, _ := http.DefaultClient.Do(req)
 	resp.Body.Close()
 
+	// HTTPConfig needs no clock: the Resolver passes its Source's (l.Now).
 	st := resolver.HTTPStatus(nil, func(affinity.Target) string { return sidecar.URL },
-		resolver.HTTPConfig{Now: l.Now, Prefix: "/placement"})
+		resolver.HTTPConfig{Prefix: "/placement"})
 	r, _ := resolver.New(resolver.Config{Source: l, Status: st, Concurrency: 1})
 	byAttempt := map[uint64]resolver.Outcome{}
 	for _, o := range r.Pass(context.Background()).Outcomes {

@@ -111,6 +111,15 @@ type Answer struct {
 	Identity string `json:"identity"`
 	// Reason says why the State is unknown ("" otherwise).
 	Reason string `json:"reason,omitempty"`
+	// Fenced, on an unknown answer to a question that asked for the
+	// fence (Ledger.Fence, or fence=1): the attempt is fenced (its later
+	// arrival is refused, as after "not-arrived"), and it did not arrive
+	// in the CoveredMS milliseconds (on the ledger's clock, rounded down)
+	// before this answer. The asker, who knows when it dispatched the
+	// attempt and when it asked, can then conclude "not arrived" itself
+	// when the attempt was sent within that window (HTTPStatus does).
+	Fenced    bool  `json:"fenced,omitempty"`
+	CoveredMS int64 `json:"covered_ms,omitempty"`
 }
 
 // LedgerStats are a Ledger's counters (cumulative) and gauges.
@@ -130,8 +139,17 @@ type entryKind uint8
 
 const (
 	kindArrived entryKind = iota + 1
-	kindTomb
+	kindTomb              // answered not-arrived: a promise
+	kindFence             // fenced, answered unknown: no arrival since cover
 )
+
+// entry is what the ledger remembers of one id.
+type entry struct {
+	kind entryKind
+	// cover (kindTomb, kindFence): the start of what the ledger covered
+	// when it fenced the id; no arrival of the id came since.
+	cover time.Duration
+}
 
 type fifoItem struct {
 	id string
@@ -173,7 +191,7 @@ type Ledger struct {
 	start time.Duration
 
 	mu        sync.Mutex
-	m         map[string]entryKind
+	m         map[string]entry
 	arrivals  fifo
 	tombs     fifo
 	evictedAt time.Duration // arrivals recorded at or before it may be forgotten
@@ -214,7 +232,7 @@ func NewLedger(cfg LedgerConfig) (*Ledger, error) {
 		cfg.Now = func() time.Duration { return time.Since(t0) }
 	}
 	start := cfg.Now()
-	return &Ledger{cfg: cfg, start: start, evictedAt: start, m: make(map[string]entryKind)}, nil
+	return &Ledger{cfg: cfg, start: start, evictedAt: start, m: make(map[string]entry)}, nil
 }
 
 // Identity returns the ledger's identity.
@@ -243,13 +261,13 @@ func (l *Ledger) expire(now time.Duration) {
 			l.stats.Evicted++
 		}
 		l.evictedAt = max(l.evictedAt, it.at)
-		if l.m[it.id] == kindArrived {
+		if l.m[it.id].kind == kindArrived {
 			delete(l.m, it.id)
 		}
 	}
 	for l.tombs.len() > 0 && l.tombs.front().at <= now-l.cfg.Horizon {
 		it := l.tombs.pop()
-		if l.m[it.id] == kindTomb {
+		if k := l.m[it.id].kind; k == kindTomb || k == kindFence {
 			delete(l.m, it.id)
 		}
 	}
@@ -267,15 +285,15 @@ func (l *Ledger) Arrive(id string) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.expire(now)
-	switch l.m[id] {
-	case kindTomb:
+	switch l.m[id].kind {
+	case kindTomb, kindFence:
 		l.stats.Refused++
 		return ErrAttemptFenced
 	case kindArrived:
 		l.stats.Duplicates++
 		return ErrDuplicateAttempt
 	}
-	l.m[id] = kindArrived
+	l.m[id] = entry{kind: kindArrived}
 	l.arrivals.push(fifoItem{id, now})
 	l.stats.Arrivals++
 	l.expire(now) // capacity
@@ -290,7 +308,21 @@ func (l *Ledger) Arrive(id string) error {
 // and within Horizon) and it has room to keep the promise; it then
 // tombstones the id, so the id's late arrival is refused. Otherwise it
 // answers Unknown, with the reason.
-func (l *Ledger) Ask(id string, age time.Duration) Answer {
+func (l *Ledger) Ask(id string, age time.Duration) Answer { return l.ask(id, age, false) }
+
+// Fence answers as Ask does, and where Ask answers Unknown for an id the
+// ledger does not remember (for its age: none given, too old for what the
+// ledger covers, as a young ledger's is), it fences the id if it has room
+// for a tombstone: the id's later arrival is refused, and the answer says
+// so (Fenced) and for how long before it the ledger is sure the id did not
+// arrive (CoveredMS: since it started, since the newest arrival it forgot,
+// or since it fenced the id). An asker that knows the attempt was sent
+// after that window began concludes "not arrived" (HTTPStatus does, over
+// the question's round trip); a later Ask or Fence of the id judges its age
+// against the same window, and answers NotArrived once it can promise.
+func (l *Ledger) Fence(id string, age time.Duration) Answer { return l.ask(id, age, true) }
+
+func (l *Ledger) ask(id string, age time.Duration, fence bool) Answer {
 	a := Answer{ID: id, Identity: l.cfg.Identity, State: StateUnknown}
 	if ValidateAttemptID(id) != nil {
 		a.Reason = ReasonBadInput
@@ -303,13 +335,19 @@ func (l *Ledger) Ask(id string, age time.Duration) Answer {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.expire(now)
-	switch l.m[id] {
+	switch e := l.m[id]; e.kind {
 	case kindArrived:
 		a.State = StateArrived
 	case kindTomb:
 		a.State = StateNotArrived
 	default:
-		covered := now - max(l.start, l.evictedAt)
+		// Not remembered, or fenced without a promise: no arrival since
+		// cover. The promise needs the attempt sent after cover.
+		cover, fenced := max(l.start, l.evictedAt), e.kind == kindFence
+		if fenced {
+			cover = e.cover
+		}
+		covered := now - cover
 		switch {
 		case age < 0:
 			a.Reason = ReasonNoAge
@@ -317,12 +355,25 @@ func (l *Ledger) Ask(id string, age time.Duration) Answer {
 			a.Reason = ReasonTooOld
 		case age+l.cfg.Slack >= covered:
 			a.Reason = ReasonHorizon
-		case l.tombs.len() >= l.cfg.Tombstones:
+		case !fenced && l.tombs.len() >= l.cfg.Tombstones:
 			a.Reason = ReasonFull
 		default:
-			l.m[id] = kindTomb
-			l.tombs.push(fifoItem{id, now})
+			if !fenced {
+				l.tombs.push(fifoItem{id, now})
+			}
+			l.m[id] = entry{kind: kindTomb, cover: cover}
 			a.State = StateNotArrived
+		}
+		if a.State == StateUnknown && (fence || fenced) && a.Reason != ReasonFull {
+			if !fenced && l.tombs.len() >= l.cfg.Tombstones {
+				a.Reason = ReasonFull
+				break
+			}
+			if !fenced {
+				l.m[id] = entry{kind: kindFence, cover: cover}
+				l.tombs.push(fifoItem{id, now})
+			}
+			a.Fenced, a.CoveredMS = true, int64(covered/time.Millisecond)
 		}
 	}
 	switch a.State {
@@ -377,9 +428,10 @@ func (l *Ledger) Middleware(next http.Handler) http.Handler {
 // Handler answers GET <prefix>/attempts/{id}?age_ms=N with an Answer as
 // JSON (200). age_ms is how long ago, at most, the router sent the
 // attempt, in milliseconds; without it an attempt the ledger does not
-// remember answers Unknown (ReasonNoAge). A malformed id or age_ms is a
-// 400; other methods a 405; other paths a 404. prefix is "" or begins
-// with "/" and does not end with one.
+// remember answers Unknown (ReasonNoAge). With fence=1 it answers as
+// Fence, otherwise as Ask. A malformed id, age_ms or fence is a 400; other
+// methods a 405; other paths a 404. prefix is "" or begins with "/" and
+// does not end with one.
 func (l *Ledger) Handler(prefix string) http.Handler {
 	prefix = strings.TrimSuffix(prefix, "/")
 	mux := http.NewServeMux()
@@ -394,11 +446,20 @@ func (l *Ledger) Handler(prefix string) http.Handler {
 			}
 			age = time.Duration(ms) * time.Millisecond
 		}
+		fence := false
+		switch r.URL.Query().Get("fence") {
+		case "":
+		case "1":
+			fence = true
+		default:
+			writeJSON(w, http.StatusBadRequest, Answer{ID: id, State: StateUnknown, Identity: l.cfg.Identity, Reason: ReasonBadInput})
+			return
+		}
 		if ValidateAttemptID(id) != nil {
 			writeJSON(w, http.StatusBadRequest, Answer{ID: id, State: StateUnknown, Identity: l.cfg.Identity, Reason: ReasonBadInput})
 			return
 		}
-		writeJSON(w, http.StatusOK, l.Ask(id, age))
+		writeJSON(w, http.StatusOK, l.ask(id, age, fence))
 	})
 	return mux
 }

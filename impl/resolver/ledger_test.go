@@ -312,6 +312,11 @@ func TestLedgerHandler(t *testing.T) {
 	code, body = get("/placement/attempts/1003")
 	assert.Equal(t, 200, code)
 	assert.JSONEq(t, `{"id":"1003","state":"unknown","identity":"boot-1","reason":"no-age"}`, body)
+	code, body = get("/placement/attempts/1005?fence=1")
+	assert.Equal(t, 200, code)
+	assert.JSONEq(t, `{"id":"1005","state":"unknown","identity":"boot-1","reason":"no-age","fenced":true,"covered_ms":3600000}`, body)
+	code, _ = get("/placement/attempts/1006?fence=yes")
+	assert.Equal(t, 400, code)
 	code, _ = get("/placement/attempts/1004?age_ms=-5")
 	assert.Equal(t, 400, code)
 	code, _ = get("/placement/attempts/1004?age_ms=x")
@@ -332,4 +337,48 @@ func TestLedgerHandler(t *testing.T) {
 // 409, the first default, impl/httpoutcome read it as Accepted).
 func TestL2_DefaultRefusalIsNotAccepted(t *testing.T) {
 	assert.Equal(t, placement.DefinitelyNotAccepted, httpoutcome.Table{}.Outcome(resolver.DefaultRefusedStatus))
+}
+
+// L9: Fence. Where the age alone cannot show an unremembered attempt did
+// not arrive (a young ledger, no age), the ledger fences it and says how
+// long before the answer it is sure the attempt did not arrive; the
+// fence refuses its later arrival, a later question judges the age
+// against the same window, and a full tombstone list fences nothing.
+// Ask alone never fences.
+func TestL9_FenceAnswersWithItsWindow(t *testing.T) {
+	l, clk := newLedger(t) // Slack 1 s
+	require.NoError(t, clk.AdvanceBy(1500*time.Millisecond))
+	a := l.Ask("1", young)
+	assert.Equal(t, resolver.StateUnknown, a.State)
+	assert.False(t, a.Fenced, "Ask never fences")
+	assert.NoError(t, l.Arrive("1"))
+
+	a = l.Fence("2", time.Second) // within Slack of the ledger's start
+	assert.Equal(t, resolver.StateUnknown, a.State)
+	assert.Equal(t, resolver.ReasonHorizon, a.Reason)
+	assert.True(t, a.Fenced)
+	assert.Equal(t, int64(1500), a.CoveredMS)
+	assert.ErrorIs(t, l.Arrive("2"), resolver.ErrAttemptFenced, "fenced: its late arrival is refused")
+
+	require.NoError(t, clk.AdvanceBy(10*time.Second))
+	a = l.Fence("2", 11*time.Second) // still not provably after the window began
+	assert.Equal(t, resolver.StateUnknown, a.State)
+	assert.Equal(t, int64(11500), a.CoveredMS, "the window is the one it fenced with")
+	a = l.Ask("2", 5*time.Second) // an age well inside the window: a promise now
+	assert.Equal(t, resolver.StateNotArrived, a.State)
+	assert.Equal(t, resolver.StateNotArrived, l.Fence("2", -1).State)
+
+	a = l.Fence("3", -1) // no age: fenced, the window since the start
+	assert.Equal(t, resolver.ReasonNoAge, a.Reason)
+	assert.True(t, a.Fenced)
+	assert.Equal(t, int64(11500), a.CoveredMS)
+
+	full, fclk := newLedger(t, func(c *resolver.LedgerConfig) { c.Tombstones = 1 })
+	require.NoError(t, fclk.AdvanceBy(time.Second))
+	assert.True(t, full.Fence("1", -1).Fenced)
+	a = full.Fence("2", -1)
+	assert.Equal(t, resolver.ReasonFull, a.Reason)
+	assert.False(t, a.Fenced)
+	assert.NoError(t, full.Arrive("2"), "no fence: it may arrive")
+	assert.Equal(t, 1, full.Stats().Tombstoned)
 }

@@ -553,7 +553,7 @@ func (r *Resolver) call(ctx context.Context, q affinity.Quarantine) (v Verdict, 
 			v, err = Unknown, &StatusPanicError{Value: p}
 		}
 	}()
-	v, err = r.cfg.Status(cctx, q)
+	v, err = r.cfg.Status(ContextWithNow(cctx, r.cfg.Source.Now), q)
 	if err == nil && v > NotArrived {
 		err = fmt.Errorf("resolver: status returned an invalid verdict %d", uint8(v))
 	}
