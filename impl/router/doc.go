@@ -74,7 +74,17 @@
 //	    elsewhere: the error is a *CancelledError, matching
 //	    placement.ErrCancelled (TestDoCancelledAfterRefusal).
 //	D14 Bad input (no Layer, a negative bound, an invalid pipeline, a nil
-//	    Send, an unknown phase) is an error, never a panic (TestNewAndDoBadInput).
+//	    Send, an unknown phase, a SessionQueue without MaxPerSession) is an
+//	    error, never a panic (TestNewAndDoBadInput, TestNewSessionLimitBadInput).
+//	D15 With Config.MaxPerSession, at most that many requests of a session
+//	    are in flight through the driver; a later one waits, in the order
+//	    they came, until a slot frees (TestDoSessionLimitOrder), or is
+//	    refused at once past SessionQueue waiting ones with a
+//	    *SessionBusyError, which httpoutcome answers 503 with Retry-After
+//	    (TestDoSessionLimitRefuses); a waiting request whose context ends
+//	    leaves the line unsent, and the slot goes to the next
+//	    (TestDoSessionLimitCancelFreesTheSlot); no session state outlives
+//	    its requests (TestDoSessionLimitNoLeak).
 //
 // # The proxy's contract
 //

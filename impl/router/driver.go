@@ -155,6 +155,19 @@ type Config struct {
 	// MaxAttempts bounds the sends of one request (DefaultMaxAttempts if
 	// zero).
 	MaxAttempts int
+	// MaxPerSession bounds the requests of one session in flight through
+	// the driver at once (0: no bound): a request over it waits in line,
+	// in the order the session's requests came, until a slot frees or its
+	// context ends (placement.ErrCancelled), or, when SessionQueue of the
+	// session's requests already wait, is refused at once with a
+	// *SessionBusyError (nothing started or sent). MaxPerSession 1 runs a
+	// session's turns one at a time. A request without a session id is not
+	// bounded.
+	MaxPerSession int
+	// SessionQueue bounds the requests of one session waiting for a slot
+	// (0: none wait; every request over MaxPerSession is refused). It needs
+	// MaxPerSession.
+	SessionQueue int
 }
 
 // Driver runs one request at a time per call to Do: the affinity layer's
@@ -165,6 +178,7 @@ type Driver struct {
 	cfg      Config
 	pipe     *picker.Pipeline
 	inflight sync.Map // affinity.Target -> *atomic.Int64
+	sessions sessionLimit
 	stats    driverCounters
 }
 
@@ -189,6 +203,14 @@ type DriverStats struct {
 	RelayFailed uint64
 	// InFlight: requests in flight now, over every target.
 	InFlight int64
+	// SessionWaits: requests that waited for a slot of their session
+	// (Config.MaxPerSession); SessionRefused: requests refused by it
+	// (*SessionBusyError, not counted in Failed).
+	SessionWaits, SessionRefused uint64
+	// SessionWaiting: requests waiting for a slot now; Sessions: sessions
+	// holding a slot now (the per-session limit's memory).
+	SessionWaiting int64
+	Sessions       int
 }
 
 // New returns a driver for cfg.
@@ -196,13 +218,15 @@ func New(cfg Config) (*Driver, error) {
 	switch {
 	case cfg.Layer == nil:
 		return nil, fmt.Errorf("%w: no Layer", ErrInvalidConfig)
-	case cfg.MaxAttempts < 0 || cfg.MaxInFlight < 0:
-		return nil, fmt.Errorf("%w: negative MaxAttempts or MaxInFlight", ErrInvalidConfig)
+	case cfg.MaxAttempts < 0 || cfg.MaxInFlight < 0 || cfg.MaxPerSession < 0 || cfg.SessionQueue < 0:
+		return nil, fmt.Errorf("%w: negative MaxAttempts, MaxInFlight, MaxPerSession or SessionQueue", ErrInvalidConfig)
+	case cfg.SessionQueue > 0 && cfg.MaxPerSession == 0:
+		return nil, fmt.Errorf("%w: SessionQueue without MaxPerSession", ErrInvalidConfig)
 	}
 	if cfg.MaxAttempts == 0 {
 		cfg.MaxAttempts = DefaultMaxAttempts
 	}
-	d := &Driver{cfg: cfg, pipe: cfg.Pipeline}
+	d := &Driver{cfg: cfg, pipe: cfg.Pipeline, sessions: sessionLimit{max: cfg.MaxPerSession, queue: cfg.SessionQueue}}
 	if d.pipe == nil {
 		d.pipe = picker.Default()
 	}
@@ -269,10 +293,22 @@ type Result struct {
 //   - The pipeline observes every send's outcome (Pipeline.Observe).
 //   - A relay that fails after an Accepted outcome returns a *RelayError
 //     with Result.Served true.
+//   - With Config.MaxPerSession, a session's request over the bound waits
+//     for a slot, in arrival order, before its turn starts, or is refused
+//     with a *SessionBusyError (ErrSessionBusy, placement.ErrWouldWait).
 func (d *Driver) Do(ctx context.Context, req affinity.Request, preq *picker.Request, send Send) (Result, error) {
 	d.stats.requests.Add(1)
-	res, err := d.do(ctx, req, preq, send)
+	var res Result
+	leave, err := d.sessions.enter(ctx, req.Session)
+	if err == nil {
+		func() {
+			defer leave()
+			res, err = d.do(ctx, req, preq, send)
+		}()
+	}
 	switch {
+	case errors.Is(err, ErrSessionBusy):
+		// Counted by the limit (SessionRefused).
 	case err == nil:
 		d.stats.served.Add(1)
 	case errors.Is(err, ErrRelay):
@@ -488,7 +524,9 @@ func (d *Driver) Stats() DriverStats {
 		Requests: d.stats.requests.Load(), Served: d.stats.served.Load(),
 		Retries: d.stats.retries.Load(), Refused: d.stats.refused.Load(),
 		Unknown: d.stats.unknown.Load(), Failed: d.stats.failed.Load(),
-		RelayFailed: d.stats.relayFailed.Load(),
+		RelayFailed:  d.stats.relayFailed.Load(),
+		SessionWaits: d.sessions.waits.Load(), SessionRefused: d.sessions.refused.Load(),
+		SessionWaiting: d.sessions.waiting.Load(), Sessions: d.sessions.sessions(),
 	}
 	d.inflight.Range(func(_, v any) bool {
 		s.InFlight += v.(*atomic.Int64).Load()
