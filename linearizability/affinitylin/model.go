@@ -262,6 +262,7 @@ type client struct {
 	FW     int8
 	FInst  uint8
 	Fenced bool // the first dispatch's worker instance was fenced since
+	Hint   int8 // soft, quarantined: the quarantined attempt's worker (Eligible narrows to it while dispatchable)
 }
 
 // transient is a lease a Start takes and gives up while it runs (see
@@ -548,11 +549,11 @@ func membershipStep(s State, in Input) result {
 
 func start(s State, in Input) []result {
 	c, k := in.Client, in.Key
-	s.C[c] = client{St: tIdle, Key: int8(k), Pin: int8(in.Pin), Final: in.Final, LW: -1, FW: -1}
+	s.C[c] = client{St: tIdle, Key: int8(k), Pin: int8(in.Pin), Final: in.Final, LW: -1, FW: -1, Hint: -1}
 	e := &s.K[k]
 	errOut := func(kind ErrKind) result {
 		n := s
-		n.C[c] = client{LW: -1, FW: -1, Key: -1, Pin: -1}
+		n.C[c] = client{LW: -1, FW: -1, Key: -1, Pin: -1, Hint: -1}
 		return result{Output{Err: kind, View: View{Bound: -1}}, n}
 	}
 	place := func() result {
@@ -590,7 +591,7 @@ func startSession(s State, in Input, errOut func(ErrKind) result, place func() r
 		if s.Hard {
 			return append(rs, errOut(ErrQuarantined))
 		}
-		cl.St, cl.Cause = tUnpinned, CauseQuarantined
+		cl.St, cl.Cause, cl.Hint = tUnpinned, CauseQuarantined, e.W
 		return append(rs, result{Output{View: s.view(c)}, s})
 	case kBound:
 		if s.M[e.W].Failed || s.stale(k) {
@@ -624,6 +625,9 @@ func eligible(s State, c int) result {
 			return result{Output{Err: ErrIneligible, View: view}, s}
 		}
 		return result{Output{Cands: 1 << cl.Pin, View: view}, s}
+	case cl.St == tUnpinned && cl.Cause == CauseQuarantined && cl.Hint >= 0 && s.dispatchable(int(cl.Hint)):
+		// Q1, soft: narrowed to the quarantined attempt's worker.
+		return result{Output{Cands: 1 << cl.Hint, View: view}, s}
 	case cl.St == tBound:
 		if s.dispatchable(int(cl.LW)) {
 			return result{Output{Cands: 1 << cl.LW, View: view}, s}
@@ -691,7 +695,7 @@ func dispatch(s State, in Input) []result {
 				lost := s
 				lost.K[k].Leases--
 				lost.C[c] = client{St: tUnpinned, Cause: CauseMoveLost, Key: cl.Key, Pin: cl.Pin, Final: cl.Final,
-					LW: -1, Fly: fUnpinned, FW: int8(t)}
+					LW: -1, Fly: fUnpinned, FW: int8(t), Hint: -1}
 				rs = append(rs, result{Output{Att: AttUnpinned, Target: t, View: lost.view(c)}, lost})
 			}
 			return rs
