@@ -91,7 +91,7 @@ func drive(t *testing.T) *affinity.Layer {
 	require.NoError(t, turn(t, l, "s5", accept("b")))                            // binds s5 to b
 	require.ErrorIs(t, turn(t, l, "s2", ambiguous("a")), placement.ErrAmbiguous) // quarantined
 	require.ErrorIs(t, turn(t, l, "s3", ambiguous("b")), placement.ErrAmbiguous) // quarantined
-	require.NoError(t, turn(t, l, "s2", accept("b")))                            // quarantined: routed unpinned
+	require.NoError(t, turn(t, l, "s2", accept("a")))                            // quarantined: routed unpinned, to its attempt's worker
 	require.NoError(t, turn(t, l, "", accept("a")))                              // no session: routed unpinned
 	require.ErrorIs(t, turn(t, l, "s4", refuse("a")), placement.ErrNotAccepted)  // refused first turn, never bound
 
