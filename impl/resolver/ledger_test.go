@@ -165,6 +165,61 @@ func TestL2_FenceUnderConcurrency(t *testing.T) {
 	t.Logf("not-arrived answers %d, arrived answers %d", sawNot, sawArrived)
 }
 
+// L9 under concurrency, on a young ledger (every answer for an id it does
+// not remember is a fence, never a promise): for every id, either the
+// arrival was admitted and every answer after it is "arrived", or an
+// answer fenced it and the arrival was refused.
+func TestL9_FenceUnderConcurrency(t *testing.T) {
+	l, _ := newLedger(t) // just started: Fence cannot promise
+	const n = 2000
+	var wg sync.WaitGroup
+	admitted := make([]bool, n)
+	answers := make([][]resolver.Answer, n)
+	var mu sync.Mutex
+	for g := 0; g < 4; g++ {
+		wg.Add(2)
+		go func(g int) {
+			defer wg.Done()
+			for i := g; i < n; i += 4 {
+				if l.Arrive(fmt.Sprint(i)) == nil {
+					admitted[i] = true
+				}
+			}
+		}(g)
+		go func(g int) {
+			defer wg.Done()
+			for i := (g + 1) % 4; i < n; i += 4 {
+				for k := 0; k < 2; k++ {
+					a := l.Fence(fmt.Sprint(i), young)
+					mu.Lock()
+					answers[i] = append(answers[i], a)
+					mu.Unlock()
+				}
+			}
+		}(g)
+	}
+	wg.Wait()
+	var fenced, arrived int
+	for i := 0; i < n; i++ {
+		for _, a := range answers[i] {
+			switch {
+			case a.State == resolver.StateArrived:
+				arrived++
+				require.True(t, admitted[i], "id %d: answered arrived and not admitted", i)
+			case a.State == resolver.StateUnknown && a.Fenced:
+				fenced++
+				require.False(t, admitted[i], "id %d: fenced and admitted", i)
+			default:
+				t.Fatalf("id %d: unexpected %+v", i, a)
+			}
+		}
+		if !admitted[i] {
+			require.True(t, len(answers[i]) > 0 && answers[i][0].Fenced, "id %d refused without a fence", i)
+		}
+	}
+	t.Logf("fenced answers %d, arrived answers %d", fenced, arrived)
+}
+
 // L3: an id the ledger does not remember answers "not-arrived" only when
 // it would remember it: with an age, within what it covers.
 func TestL3_HorizonAnswersUnknown(t *testing.T) {
