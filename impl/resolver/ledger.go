@@ -131,7 +131,8 @@ type LedgerStats struct {
 	AnsweredArrived, AnsweredNotArrived, AnsweredUnknown uint64
 	// Evicted: arrivals forgotten by capacity before their Horizon.
 	Evicted uint64
-	// Remembered arrivals and tombstones now.
+	// Remembered arrivals and tombstones now (fences included: see
+	// Fence).
 	Remembered, Tombstoned int
 }
 
