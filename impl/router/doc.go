@@ -92,6 +92,17 @@
 //	P4  An invalid session id is a 400, a body over MaxBodyBytes a 413, a
 //	    Proxy without Driver or Upstream a 500, and nothing is sent; a
 //	    request without a session id is routed unpinned (TestProxyBadInput).
+//	P5  A relay that fails after the response's headers were written (the
+//	    worker's stream cut or timed out, the client gone) aborts the
+//	    response (panic(http.ErrAbortHandler)), so the client sees the
+//	    truncation, never a clean, complete answer; a worker's cut is
+//	    counted in ProxyStats.Cut (TestProxyCutStreamAborts).
+//	P6  Headers the client's Connection header names are hop-by-hop and
+//	    are not forwarded (TestProxyConnectionNamedHeadersNotForwarded).
+//	P7  The path is forwarded escaped as it came: %2F stays %2F
+//	    (TestProxyEscapedPathKept).
+//	P8  A request body not read within BodyReadTimeout is a 408, and
+//	    nothing is sent (TestProxyBodyReadTimeout).
 //
 // # The health poller's contract
 //

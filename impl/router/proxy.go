@@ -6,9 +6,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
+	"net/textproto"
 	"net/url"
 	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
 
 	"github.com/placementlab/placement/impl/affinity"
 	"github.com/placementlab/placement/impl/httpoutcome"
@@ -25,8 +30,16 @@ const DefaultRankHeader = "X-Data-Parallel-Rank"
 // keep it to send it again after a refusal) when Proxy.MaxBodyBytes is 0.
 const DefaultMaxBodyBytes = 16 << 20
 
+// DefaultBodyReadTimeout bounds the reading of a request body when
+// Proxy.BodyReadTimeout is 0.
+const DefaultBodyReadTimeout = 30 * time.Second
+
 // ErrBodyTooLarge: a request body is over Proxy.MaxBodyBytes (413).
 var ErrBodyTooLarge = errors.New("router: request body too large")
+
+// ErrBodyTimeout: a request body was not read within
+// Proxy.BodyReadTimeout (408).
+var ErrBodyTimeout = errors.New("router: request body too slow")
 
 // hopHeaders are the hop-by-hop headers a proxy does not forward.
 var hopHeaders = []string{"Connection", "Proxy-Connection", "Keep-Alive", "Proxy-Authenticate",
@@ -75,20 +88,51 @@ type Proxy struct {
 	// (for example its prefix blocks' hashes) from the request, its body
 	// and its session key.
 	PickerRequest func(r *http.Request, body []byte, key affinity.Key) *picker.Request
+	// BodyReadTimeout bounds the reading of a request's body, from the
+	// handler's start: a body trickled slower is cut and answered 408, and
+	// nothing is sent (0 means DefaultBodyReadTimeout, negative none). It
+	// is a deadline on the client's connection (http.ResponseController),
+	// lifted once the body is read, so a long streamed answer is not cut.
+	BodyReadTimeout time.Duration
+
+	cut atomic.Uint64 // see ProxyStats.Cut
 	// Done, if set, is called at the end of every request with what
 	// became of it (logging, metrics).
 	Done func(r *http.Request, res Result, err error)
 }
 
-// ServeHTTP routes one request (see Proxy).
+// ProxyStats counts what a Proxy did beyond its Driver's DriverStats.
+type ProxyStats struct {
+	// Cut: accepted responses whose worker's stream was cut or timed out
+	// after their headers were relayed (httpoutcome.EndCut,
+	// EndTimedOut). The Proxy aborts such a response (see Proxy), so the
+	// client sees the truncation.
+	Cut uint64
+}
+
+// Stats returns the Proxy's counters (cumulative).
+func (p *Proxy) Stats() ProxyStats { return ProxyStats{Cut: p.cut.Load()} }
+
+// ServeHTTP routes one request (see Proxy). When relaying a response
+// fails after its headers were written (the worker's stream was cut, or
+// the client left), it calls Done, then panics with http.ErrAbortHandler,
+// as httputil.ReverseProxy does: the server then closes the connection
+// (HTTP/1) or resets the stream (HTTP/2) without ending the response
+// properly, so the client sees the truncation instead of a clean,
+// complete answer. A middleware around the Proxy must let that panic
+// through.
 func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	res, err := p.serve(w, r)
+	var abort bool
+	res, err := p.serve(w, r, &abort)
 	if p.Done != nil {
 		p.Done(r, res, err)
 	}
+	if abort {
+		panic(http.ErrAbortHandler)
+	}
 }
 
-func (p *Proxy) serve(w http.ResponseWriter, r *http.Request) (Result, error) {
+func (p *Proxy) serve(w http.ResponseWriter, r *http.Request, abort *bool) (Result, error) {
 	if p.Driver == nil || p.Upstream == nil {
 		err := fmt.Errorf("%w: Proxy needs a Driver and an Upstream", ErrInvalidConfig)
 		writeError(w, err)
@@ -103,7 +147,7 @@ func (p *Proxy) serve(w http.ResponseWriter, r *http.Request) (Result, error) {
 		writeError(w, err)
 		return Result{}, err
 	}
-	body, err := p.readBody(r)
+	body, err := p.readBody(w, r)
 	if err != nil {
 		writeError(w, err)
 		return Result{}, err
@@ -113,7 +157,7 @@ func (p *Proxy) serve(w http.ResponseWriter, r *http.Request) (Result, error) {
 		preq = p.PickerRequest(r, body, req.Session)
 	}
 	var relayed bool
-	res, err := p.Driver.Do(r.Context(), req, preq, p.sender(w, r, body, &relayed))
+	res, err := p.Driver.Do(r.Context(), req, preq, p.sender(w, r, body, &relayed, abort))
 	if err != nil && !relayed {
 		writeError(w, err)
 	}
@@ -121,12 +165,15 @@ func (p *Proxy) serve(w http.ResponseWriter, r *http.Request) (Result, error) {
 }
 
 // writeError answers err: httpoutcome's mapping, and 413 for a body over
-// the limit, 400 for one that could not be read.
+// the limit, 408 for one too slow, 400 for one that could not be read.
 func writeError(w http.ResponseWriter, err error) {
 	var code int
 	switch {
 	case errors.Is(err, ErrBodyTooLarge):
 		code = http.StatusRequestEntityTooLarge
+	case errors.Is(err, ErrBodyTimeout):
+		code = http.StatusRequestTimeout
+		w.Header().Set("Connection", "close")
 	case errors.Is(err, errBadBody):
 		code = http.StatusBadRequest
 	default:
@@ -141,7 +188,7 @@ func writeError(w http.ResponseWriter, err error) {
 // errBadBody: the request's body could not be read.
 var errBadBody = errors.New("router: reading the request body failed")
 
-func (p *Proxy) readBody(r *http.Request) ([]byte, error) {
+func (p *Proxy) readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
 	if r.Body == nil || r.Body == http.NoBody {
 		return nil, nil
 	}
@@ -150,8 +197,24 @@ func (p *Proxy) readBody(r *http.Request) ([]byte, error) {
 	if limit <= 0 {
 		limit = DefaultMaxBodyBytes
 	}
+	timeout := p.BodyReadTimeout
+	if timeout == 0 {
+		timeout = DefaultBodyReadTimeout
+	}
+	rc := http.NewResponseController(w)
+	// Unsupported (a ResponseWriter that is no server's): no bound.
+	bounded := timeout > 0 && rc.SetReadDeadline(time.Now().Add(timeout)) == nil
 	body, err := io.ReadAll(io.LimitReader(r.Body, limit+1))
+	if bounded && err == nil {
+		// Lifted only once the body is read: after a timeout it stays, so
+		// that closing the body does not wait for the rest (the server
+		// closes the connection after the 408).
+		_ = rc.SetReadDeadline(time.Time{})
+	}
+	var ne net.Error
 	switch {
+	case err != nil && errors.As(err, &ne) && ne.Timeout():
+		return nil, fmt.Errorf("%w: not read within %v: %w", ErrBodyTimeout, timeout, err)
 	case err != nil:
 		return nil, fmt.Errorf("%w: %w", errBadBody, err)
 	case int64(len(body)) > limit:
@@ -163,8 +226,8 @@ func (p *Proxy) readBody(r *http.Request) ([]byte, error) {
 // sender returns the Send that forwards r (with body) and relays the
 // worker's answer to w: an accepted one, or an ambiguous one that came with
 // a response (a 502 or 504 from a proxy in front of the engine); it sets
-// *relayed when it relays.
-func (p *Proxy) sender(w http.ResponseWriter, r *http.Request, body []byte, relayed *bool) Send {
+// *relayed when it relays, and *abort when the relay failed.
+func (p *Proxy) sender(w http.ResponseWriter, r *http.Request, body []byte, relayed, abort *bool) Send {
 	client := p.Client
 	if client == nil {
 		client = &httpoutcome.Client{}
@@ -179,17 +242,14 @@ func (p *Proxy) sender(w http.ResponseWriter, r *http.Request, body []byte, rela
 			return placement.DefinitelyNotAccepted, nil, fmt.Errorf("router: no upstream URL for %s", d.Target)
 		}
 		u := *base
-		u.Path = singleJoiningSlash(base.Path, r.URL.Path)
-		u.RawPath = ""
+		u.Path, u.RawPath = joinURLPath(base, r.URL)
 		u.RawQuery = r.URL.RawQuery
 		out, err := http.NewRequestWithContext(ctx, r.Method, u.String(), bytes.NewReader(body))
 		if err != nil {
 			return placement.DefinitelyNotAccepted, nil, err
 		}
 		out.Header = r.Header.Clone()
-		for _, h := range hopHeaders {
-			out.Header.Del(h)
-		}
+		removeHopHeaders(out.Header)
 		out.Header.Del(rankHeader)
 		if d.Target.HasRank {
 			out.Header.Set(rankHeader, strconv.Itoa(d.Target.Rank))
@@ -201,7 +261,14 @@ func (p *Proxy) sender(w http.ResponseWriter, r *http.Request, body []byte, rela
 		}
 		relay := func() error {
 			*relayed = true
-			return httpoutcome.Relay(w, resp)
+			err := httpoutcome.Relay(w, resp)
+			if err != nil {
+				*abort = true
+				if e, ok := resp.End(); ok && (e.Kind == httpoutcome.EndCut || e.Kind == httpoutcome.EndTimedOut) {
+					p.cut.Add(1)
+				}
+			}
+			return err
 		}
 		switch o {
 		case placement.Accepted:
@@ -212,6 +279,39 @@ func (p *Proxy) sender(w http.ResponseWriter, r *http.Request, body []byte, rela
 		resp.Body.Close() // a refusal: the request goes elsewhere
 		return o, nil, fmt.Errorf("router: %s refused: %s", d.Target, resp.Status)
 	}
+}
+
+// removeHopHeaders removes the hop-by-hop headers from h: those the
+// Connection header names (RFC 9110 section 7.6.1), then the fixed ones.
+func removeHopHeaders(h http.Header) {
+	for _, f := range h.Values("Connection") {
+		for _, name := range strings.Split(f, ",") {
+			if name = textproto.TrimString(name); name != "" {
+				h.Del(name)
+			}
+		}
+	}
+	for _, k := range hopHeaders {
+		h.Del(k)
+	}
+}
+
+// joinURLPath joins a's and b's paths, keeping their escaped forms (a %2F
+// stays %2F): the Path and RawPath of the upstream URL (as
+// httputil.ReverseProxy does).
+func joinURLPath(a, b *url.URL) (path, rawpath string) {
+	if a.RawPath == "" && b.RawPath == "" {
+		return singleJoiningSlash(a.Path, b.Path), ""
+	}
+	apath, bpath := a.EscapedPath(), b.EscapedPath()
+	aslash, bslash := strings.HasSuffix(apath, "/"), strings.HasPrefix(bpath, "/")
+	switch {
+	case aslash && bslash:
+		return a.Path + b.Path[1:], apath + bpath[1:]
+	case !aslash && !bslash:
+		return a.Path + "/" + b.Path, apath + "/" + bpath
+	}
+	return a.Path + b.Path, apath + bpath
 }
 
 func singleJoiningSlash(a, b string) string {
