@@ -56,9 +56,12 @@ var hopHeaders = []string{"Connection", "Proxy-Connection", "Keep-Alive", "Proxy
 //
 // Its rules: a client's own attempt or rank header never reaches a worker
 // (the Proxy removes them, and sets them only for the dispatch that needs
-// them); the request's path and query are appended to Upstream's URL;
-// hop-by-hop headers are not forwarded; a body over MaxBodyBytes is a 413
-// and nothing is sent.
+// them); the request's path (escaped as it came: %2F stays %2F) and query
+// are appended to Upstream's URL; hop-by-hop headers, and those the
+// client's Connection header names, are not forwarded; a body over
+// MaxBodyBytes is a 413, one not read within BodyReadTimeout a 408, and
+// nothing is sent; a response whose relay fails after its headers is
+// aborted (see ServeHTTP).
 type Proxy struct {
 	// Driver runs the requests (required).
 	Driver *Driver
