@@ -42,7 +42,10 @@
 //	what happened                                              outcome
 //	the connection was refused, the dial or DNS failed, the    DefinitelyNotAccepted
 //	write failed, ctx ended (deadline or cancel): before the
-//	transport reported the request written whole
+//	transport reported the request written whole; no
+//	connection within Client.ConnectTimeout (at most half
+//	the time ctx has left: a black-holed worker), reported
+//	with ErrConnectTimeout
 //	response headers came                                      the Table's row for the status
 //	a timeout (ctx's deadline, the transport's                 Ambiguous
 //	ResponseHeaderTimeout), a reset, an EOF, ctx cancelled,
