@@ -103,6 +103,11 @@
 //	    (TestProxyEscapedPathKept).
 //	P8  A request body not read within BodyReadTimeout is a 408, and
 //	    nothing is sent (TestProxyBodyReadTimeout).
+//	P9  A connect that never completed sent nothing: it is a refusal,
+//	    bounded by the Client's ConnectTimeout apart from the dispatch's
+//	    deadline, and the request goes elsewhere with no quarantine
+//	    (TestProxyBlackHoledWorkerIsRefusal, on a black-holed loopback
+//	    address).
 //
 // # The health poller's contract
 //
@@ -122,6 +127,11 @@
 //	H6  A pass whose context ends changes nothing (TestHealthCancelledPassChangesNothing).
 //	H7  A pass applies the answers in the endpoints' order, so what it does
 //	    depends only on the answers (the tests compare whole change lists).
+//	H8  Passive ejection: EjectAfter refusals or failed connects in a row
+//	    (Observe; a Proxy with Health set tells every send) fail a watched
+//	    worker that is up at once; it is not picked while ejected; a check
+//	    that passes after the ejection joins it back
+//	    (TestHealthEjectsAfterRefusals).
 //
 // Nothing here leaks a goroutine once the servers, the poller and the
 // layer are closed (TestNoGoroutineLeak).

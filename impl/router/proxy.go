@@ -98,6 +98,12 @@ type Proxy struct {
 	// lifted once the body is read, so a long streamed answer is not cut.
 	BodyReadTimeout time.Duration
 
+	// Health, if set, is told every send's outcome (Health.Observe), for
+	// passive ejection: a worker that refuses, or whose connects fail,
+	// HealthConfig.EjectAfter times in a row is failed until its check
+	// passes. A send cut short because the client left is not told.
+	Health *Health
+
 	cut atomic.Uint64 // see ProxyStats.Cut
 	// Done, if set, is called at the end of every request with what
 	// became of it (logging, metrics).
@@ -259,6 +265,9 @@ func (p *Proxy) sender(w http.ResponseWriter, r *http.Request, body []byte, rela
 		}
 		out.GetBody = nil // never re-sent by the transport
 		resp, o, err := client.Do(ctx, out, d.AttemptID, nil)
+		if p.Health != nil && r.Context().Err() == nil {
+			p.Health.Observe(d.Target.Worker, o)
+		}
 		if err != nil {
 			return o, nil, err
 		}
