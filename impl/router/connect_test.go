@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -82,4 +83,41 @@ func TestProxyBlackHoledWorkerIsRefusal(t *testing.T) {
 	assert.Equal(t, affinity.WorkerOnly("ok"), res.Target)
 	assert.Less(t, took, dispatchTimeout)
 	assert.Empty(t, l.Quarantined())
+}
+
+// NewHTTP's default connect bound is below the layer's DispatchTimeout
+// (half of it here), so with no option set a black-holed worker's placing
+// dispatch is a refusal in time, tried elsewhere, with no quarantine.
+func TestNewHTTPBlackHoledWorkerDefaults(t *testing.T) {
+	const dispatchTimeout = 2 * time.Second
+	_, okURL := testWorker(t, func(http.ResponseWriter, *http.Request) {})
+	done := make(chan router.Result, 1)
+	joined := make(chan struct{})
+	var once sync.Once
+	r, err := router.NewHTTP(router.HTTPConfig{Layer: affinity.Config{DispatchTimeout: dispatchTimeout},
+		Workers: []router.HTTPWorker{{ID: "bh", URL: blackHole(t), Identity: "boot-1"}, {ID: "ok", URL: okURL}},
+		Driver: router.Config{Pipeline: &picker.Pipeline{Picker: firstPicker{}},
+			Candidates: func(affinity.Phase) []picker.Candidate {
+				return []picker.Candidate{{Target: affinity.WorkerOnly("bh")}, {Target: affinity.WorkerOnly("ok")}}
+			}},
+		// bh's health check hangs too: it is joined by hand, and its
+		// failed checks do not fail it here.
+		FailAfter: 1000, OnChange: func(c router.Change) {
+			if c.Worker == "ok" {
+				once.Do(func() { close(joined) })
+			}
+		},
+		Done: func(_ *http.Request, res router.Result, _ error) { done <- res }})
+	require.NoError(t, err)
+	_, err = r.Layer().Join(affinity.Worker{ID: "bh", Identity: "boot-1"})
+	require.NoError(t, err)
+	base := serveHTTP(t, r)
+	<-joined // Serve's first health pass is over
+	start := time.Now()
+	resp, _ := post(t, base, "s1", "{}", nil)
+	assert.Less(t, time.Since(start), dispatchTimeout)
+	assert.Equal(t, http.StatusOK, resp.StatusCode)
+	res := <-done // Done runs after the answer is written
+	assert.Equal(t, []affinity.Target{affinity.WorkerOnly("bh")}, res.Refused)
+	assert.Empty(t, r.Layer().Quarantined())
 }

@@ -15,8 +15,13 @@
 //     Join (a new identity is a restart, the same one after a failure a
 //     flap), Fail, Leave.
 //
-// A router: New a Driver over the layer, serve a Proxy, Run a Health and a
-// resolver (impl/resolver) beside it; cmd/router is the reference.
+// A router: NewHTTP makes the whole of it (the layer, the driver, the
+// Proxy over a transport with connect, response-header and body bounds,
+// the health poller with passive ejection, the quarantine resolver
+// (impl/resolver)); Serve runs it until its context ends, then Close.
+// cmd/router is the reference. The parts stay usable on their own: New a
+// Driver over a layer, serve a Proxy, Run a Health and a resolver beside
+// it.
 //
 // Disaggregated serving (prefill and decode workers): one layer keeps both
 // phases' bindings apart, and its membership holds both pools. Make one
