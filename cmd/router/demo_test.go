@@ -69,7 +69,7 @@ func atoi(t *testing.T, s string) int {
 func TestSummaryReportsWrong(t *testing.T) {
 	k, err := newKit(nil, fast())
 	require.NoError(t, err)
-	defer k.close()
+	defer k.Close()
 	var out bytes.Buffer
 	err = summary(&out, time.Second, k, &loadStats{}, nil)
 	require.Error(t, err)
@@ -83,14 +83,14 @@ func TestParseWorkers(t *testing.T) {
 	ws, err := parseWorkers("a=http://10.0.0.1:8000, http://10.0.0.2:8000")
 	require.NoError(t, err)
 	require.Len(t, ws, 2)
-	assert.Equal(t, "a", ws[0].id)
-	assert.Equal(t, "http://10.0.0.2:8000", ws[1].id)
-	assert.Equal(t, "10.0.0.1:8000", ws[0].base.Host)
+	assert.Equal(t, "a", ws[0].ID)
+	assert.Equal(t, "http://10.0.0.2:8000", ws[1].ID)
+	assert.Equal(t, "10.0.0.1:8000", ws[0].URL.Host)
 	for _, bad := range []string{"", "a=notaurl", "a=http://"} {
 		_, err := parseWorkers(bad)
 		assert.Error(t, err, bad)
 	}
-	assert.True(t, strings.HasPrefix(ws[1].base.String(), "http://"))
+	assert.True(t, strings.HasPrefix(ws[1].URL.String(), "http://"))
 }
 
 // Without -demo: the router serves the -workers it is given, once their
