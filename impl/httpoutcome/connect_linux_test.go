@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"runtime"
 	"syscall"
 	"testing"
 	"time"
@@ -104,3 +105,21 @@ func TestConnectTimeoutEndsAtConnection(t *testing.T) {
 type roundTripFunc func(*http.Request) (*http.Response, error)
 
 func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// TestConnectTimeoutNoGoroutineLeak: the connect bound's timer and
+// context are released on every path (a connect cut, a connection got, a
+// RoundTripper without httptrace) once the transports are closed.
+func TestConnectTimeoutNoGoroutineLeak(t *testing.T) {
+	before := runtime.NumGoroutine()
+	t.Run("refusal", TestConnectTimeoutIsRefusal)
+	t.Run("deadline", TestConnectBoundedBeforeDeadline)
+	t.Run("connected", TestConnectTimeoutEndsAtConnection)
+	deadline := time.Now().Add(5 * time.Second)
+	for runtime.NumGoroutine() > before {
+		if time.Now().After(deadline) {
+			buf := make([]byte, 1<<16)
+			t.Fatalf("goroutine leak: %d before, %d after\n%s", before, runtime.NumGoroutine(), buf[:runtime.Stack(buf, true)])
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}

@@ -7,9 +7,11 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/placementlab/placement/impl/affinity"
+	"github.com/placementlab/placement/impl/placement"
 	"github.com/placementlab/placement/impl/router"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -93,4 +95,55 @@ func workerState(t *testing.T, l *affinity.Layer, id string) affinity.WorkerStat
 	}
 	t.Fatalf("%s is not a member", id)
 	return 0
+}
+
+// H8: a check that began before an ejection does not undo it: only a
+// check made after the ejection brings the worker back. Accepted and
+// ambiguous outcomes reset the count; a negative EjectAfter never ejects.
+func TestHealthEjectionRules(t *testing.T) {
+	l := newLayer(t, affinity.Config{}, 0)
+	inCheck, release := make(chan struct{}), make(chan struct{})
+	var blocking atomic.Bool
+	s := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		if blocking.Load() {
+			inCheck <- struct{}{}
+			<-release
+		}
+		w.Header().Set(router.HeaderIdentity, "boot-1")
+	}))
+	defer s.Close()
+	h, err := router.NewHealth(router.HealthConfig{Layer: l, Endpoints: []router.Endpoint{{ID: "c", URL: s.URL}}, EjectAfter: 2})
+	require.NoError(t, err)
+	ctx := context.Background()
+	assert.Equal(t, []string{"c:joined"}, kinds(h.Pass(ctx)))
+
+	h.Observe("c", placement.DefinitelyNotAccepted)
+	h.Observe("c", placement.Accepted) // resets
+	h.Observe("c", placement.DefinitelyNotAccepted)
+	h.Observe("c", placement.Ambiguous) // resets
+	h.Observe("c", placement.DefinitelyNotAccepted)
+	h.Observe("other", placement.DefinitelyNotAccepted) // not watched
+	h.Observe("other", placement.DefinitelyNotAccepted)
+	assert.Equal(t, affinity.WorkerUp, workerState(t, l, "c"))
+	assert.Zero(t, h.Stats().Ejections)
+
+	blocking.Store(true)
+	passed := make(chan []router.Change, 1)
+	go func() { passed <- h.Pass(ctx) }()
+	<-inCheck // the pass's check of c is under way
+	h.Observe("c", placement.DefinitelyNotAccepted)
+	assert.Equal(t, affinity.WorkerFailed, workerState(t, l, "c"), "two refusals in a row eject")
+	close(release)
+	assert.Empty(t, kinds(<-passed), "a check begun before the ejection does not undo it")
+	assert.Equal(t, affinity.WorkerFailed, workerState(t, l, "c"))
+	blocking.Store(false)
+	assert.Equal(t, []string{"c:recovered"}, kinds(h.Pass(ctx)))
+	assert.Equal(t, uint64(1), h.Stats().Ejections)
+
+	never, err := router.NewHealth(router.HealthConfig{Layer: l, Endpoints: []router.Endpoint{{ID: "c", URL: s.URL}}, EjectAfter: -1})
+	require.NoError(t, err)
+	for range 10 {
+		never.Observe("c", placement.DefinitelyNotAccepted)
+	}
+	assert.Equal(t, affinity.WorkerUp, workerState(t, l, "c"))
 }
