@@ -12,6 +12,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -74,12 +75,16 @@ type Proxy struct {
 	Phase affinity.Phase
 	// Upstream returns the base URL of a target's worker (required).
 	Upstream func(affinity.Target) *url.URL
-	// Client forwards and classifies (nil: the zero httpoutcome.Client,
-	// over http.DefaultTransport). A later turn carries no dispatch
-	// deadline (only a placing dispatch has one), so a worker that hangs on
-	// it holds the request until the client leaves: give the transport a
-	// ResponseHeaderTimeout (its answer is then Ambiguous: a 504, the
-	// binding kept) and an IdleConnTimeout below the workers' keep-alive.
+	// Client forwards and classifies (nil: an httpoutcome.Client over a
+	// shared clone of http.DefaultTransport with a ResponseHeaderTimeout
+	// of placement.DefaultDispatchTimeout and an IdleConnTimeout of
+	// DefaultIdleConnTimeout, and httpoutcome's default connect bound). A
+	// later turn carries no dispatch deadline (only a placing dispatch has
+	// one), so a worker that hangs on it would hold the request until the
+	// client leaves: a transport of your own needs a ResponseHeaderTimeout
+	// (its answer is then Ambiguous: a 504, the binding kept; the layer's
+	// DispatchTimeout is the natural value) and an IdleConnTimeout below
+	// the workers' keep-alive. NewHTTP sets all of these from its config.
 	Client *httpoutcome.Client
 	// RankHeader names the data-parallel rank header ("" means
 	// DefaultRankHeader).
@@ -239,7 +244,7 @@ func (p *Proxy) readBody(w http.ResponseWriter, r *http.Request) ([]byte, error)
 func (p *Proxy) sender(w http.ResponseWriter, r *http.Request, body []byte, relayed, abort *bool) Send {
 	client := p.Client
 	if client == nil {
-		client = &httpoutcome.Client{}
+		client = defaultClient()
 	}
 	rankHeader := p.RankHeader
 	if rankHeader == "" {
@@ -325,6 +330,14 @@ func joinURLPath(a, b *url.URL) (path, rawpath string) {
 	}
 	return a.Path + b.Path, apath + bpath
 }
+
+// defaultClient is a Proxy's Client when it has none (see Proxy.Client).
+var defaultClient = sync.OnceValue(func() *httpoutcome.Client {
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.ResponseHeaderTimeout = placement.DefaultDispatchTimeout
+	tr.IdleConnTimeout = DefaultIdleConnTimeout
+	return &httpoutcome.Client{Transport: tr}
+})
 
 func singleJoiningSlash(a, b string) string {
 	switch as, bs := len(a) > 0 && a[len(a)-1] == '/', len(b) > 0 && b[0] == '/'; {

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/placementlab/placement/impl/affinity"
+	"github.com/placementlab/placement/impl/placement"
 	"github.com/placementlab/placement/impl/router"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -133,4 +134,18 @@ func TestProxyBodyReadTimeout(t *testing.T) {
 	resp.Body.Close()
 	assert.Equal(t, http.StatusRequestTimeout, resp.StatusCode)
 	assert.Zero(t, sent.Load(), "nothing reaches a worker")
+}
+
+// A Proxy without a Client of its own still bounds a later turn's wait
+// for the worker's headers (a worker that hangs is a 504 after the
+// default dispatch timeout, not a client held forever) and its idle
+// connections.
+func TestProxyDefaultClientBounds(t *testing.T) {
+	c := router.DefaultProxyClient()
+	require.Same(t, c, router.DefaultProxyClient(), "one transport, shared")
+	tr, ok := c.Transport.(*http.Transport)
+	require.True(t, ok)
+	assert.Equal(t, placement.DefaultDispatchTimeout, tr.ResponseHeaderTimeout)
+	assert.Equal(t, router.DefaultIdleConnTimeout, tr.IdleConnTimeout)
+	assert.NotSame(t, http.DefaultTransport, tr)
 }
