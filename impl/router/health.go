@@ -93,7 +93,8 @@ type HealthConfig struct {
 	// (DefaultFailAfter if zero).
 	FailAfter int
 	// OnChange, if set, is called for every change a pass makes, in the
-	// endpoints' order, from the goroutine running the pass.
+	// endpoints' order, from the goroutine running the pass, and for an
+	// ejection (ChangeEjected) from Observe's caller.
 	OnChange func(Change)
 	// EjectAfter is passive ejection: that many refusals or connects that
 	// failed in a row (DefinitelyNotAccepted sends, told by Observe) fail
