@@ -34,7 +34,9 @@ func TestDemoSmoke(t *testing.T) {
 	t.Log("\n" + out.String())
 	require.NoError(t, err)
 	s := out.String()
-	assert.Regexp(t, `\[  0\.5s\] requests \d+ ok \d+ \| hit rate [\d.]+% \| quarantines open \d+ settled \d+ \| unpinned \d+`, s)
+	// A live line's format (on a loaded machine the ticker may be late and
+	// no later turn served yet: "[  0.6s]", "hit rate -").
+	assert.Regexp(t, `\[ +\d+\.\ds\] requests \d+ ok \d+ \| hit rate ([\d.]+%|-) \| quarantines open \d+ settled \d+ \| unpinned \d+`, s)
 	assert.Contains(t, s, "result        ok")
 	assert.Regexp(t, `hit rate      [\d.]+% of later turns served \([1-9]\d* hits`, s)
 	assert.Regexp(t, `quarantines   opened [1-9]\d*, settled \d+ \(resolver: accepted [1-9]\d*, .*, open 0`, s)
