@@ -130,6 +130,8 @@ func TestServeWorkers(t *testing.T) {
 	metrics, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
 	assert.Contains(t, string(metrics), `placement_affinity_worker_up{worker="w"} 1`)
+	assert.Contains(t, string(metrics), "placement_router_stream_cuts_total 0")
+	assert.Contains(t, string(metrics), "placement_router_ejections_total 0")
 	cancel()
 	assert.NoError(t, <-done)
 	http.DefaultClient.CloseIdleConnections()

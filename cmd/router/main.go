@@ -167,7 +167,13 @@ func newKit(workers []router.HTTPWorker, o options) (*kit, error) {
 		return nil, err
 	}
 	reg := prometheus.NewRegistry()
-	reg.MustRegister(affinityprom.NewCollector(r.Layer(), affinityprom.Options{}))
+	reg.MustRegister(affinityprom.NewCollector(r.Layer(), affinityprom.Options{}),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "placement_router_stream_cuts_total",
+			Help: "Responses aborted because the worker's stream was cut after the headers."},
+			func() float64 { return float64(r.Proxy().Stats().Cut) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "placement_router_ejections_total",
+			Help: "Workers failed by passive ejection (refusals or failed connects in a row)."},
+			func() float64 { return float64(r.Health().Stats().Ejections) }))
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 	mux.Handle("/", r.Proxy())
