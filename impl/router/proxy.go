@@ -96,8 +96,8 @@ type Proxy struct {
 	// (for example its prefix blocks' hashes) from the request, its body
 	// and its session key.
 	PickerRequest func(r *http.Request, body []byte, key affinity.Key) *picker.Request
-	// BodyReadTimeout bounds the reading of a request's body, from the
-	// handler's start: a body trickled slower is cut and answered 408, and
+	// BodyReadTimeout bounds the reading of a request's body, from when
+	// the Proxy starts reading it: a body trickled slower is cut and answered 408, and
 	// nothing is sent (0 means DefaultBodyReadTimeout, negative none). It
 	// is a deadline on the client's connection (http.ResponseController),
 	// lifted once the body is read, so a long streamed answer is not cut.
@@ -108,11 +108,11 @@ type Proxy struct {
 	// HealthConfig.EjectAfter times in a row is failed until its check
 	// passes. A send cut short because the client left is not told.
 	Health *Health
-
-	cut atomic.Uint64 // see ProxyStats.Cut
 	// Done, if set, is called at the end of every request with what
 	// became of it (logging, metrics).
 	Done func(r *http.Request, res Result, err error)
+
+	cut atomic.Uint64 // see ProxyStats.Cut
 }
 
 // ProxyStats counts what a Proxy did beyond its Driver's DriverStats.
