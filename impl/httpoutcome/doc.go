@@ -30,7 +30,9 @@
 //		httpoutcome.WriteError(w, cerr) // no answer: 504 (outcome unknown), ...
 //		return
 //	}
-//	httpoutcome.Relay(w, resp) // relays the worker's answer, even an ambiguous 502
+//	if err := httpoutcome.Relay(w, resp); err != nil { // relays the worker's answer, even an ambiguous 502
+//		panic(http.ErrAbortHandler) // cut after the headers: the client must see the truncation
+//	}
 //
 // The request body is read by each attempt: a router that may dispatch again
 // keeps the body's bytes and gives each Do a fresh reader.
