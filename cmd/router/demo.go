@@ -287,7 +287,7 @@ func runDemo(ctx context.Context, o options, out io.Writer) (err error) {
 			w.close()
 		}
 	}()
-	var eps []worker
+	var eps []router.HTTPWorker
 	for i, d := range demoWorkers {
 		w, err := startWorker(d.id, d.ranks, d.kind, o.seed+uint64(i), o)
 		if err != nil {
@@ -295,14 +295,14 @@ func runDemo(ctx context.Context, o options, out io.Writer) (err error) {
 		}
 		ws = append(ws, w)
 		u, _ := url.Parse(w.url())
-		eps = append(eps, worker{id: d.id, base: u})
+		eps = append(eps, router.HTTPWorker{ID: d.id, URL: u})
 	}
 	k, err := newKit(eps, o)
 	if err != nil {
 		return err
 	}
-	defer func() { err = errors.Join(err, k.close()) }()
-	k.health.Pass(ctx) // the workers join before the load starts
+	defer func() { err = errors.Join(err, k.Close()) }()
+	k.Health().Pass(ctx) // the workers join before the load starts
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return err
@@ -352,7 +352,7 @@ func runDemo(ctx context.Context, o options, out io.Writer) (err error) {
 	// nothing of those).
 	drainFrom := time.Now()
 	drainEnd := drainFrom.Add(o.quarantineTTL + o.dispatchTimeout + 4*o.every)
-	for (time.Since(drainFrom) < o.dispatchTimeout+o.every || len(k.layer.Quarantined()) > 0 || k.driver.Stats().InFlight > 0) &&
+	for (time.Since(drainFrom) < o.dispatchTimeout+o.every || len(k.Layer().Quarantined()) > 0 || k.Driver().Stats().InFlight > 0) &&
 		time.Now().Before(drainEnd) && ctx.Err() == nil {
 		time.Sleep(o.every)
 	}
@@ -361,7 +361,7 @@ func runDemo(ctx context.Context, o options, out io.Writer) (err error) {
 
 // liveLine is the line printed each second.
 func liveLine(at time.Duration, k *kit, st *loadStats) string {
-	s, d := k.layer.Stats(), k.driver.Stats()
+	s, d := k.Layer().Stats(), k.Driver().Stats()
 	return fmt.Sprintf("[%5.1fs] requests %d ok %d | hit rate %s | quarantines open %d settled %d | unpinned %d | retries %d | 503 %d 504 %d",
 		at.Seconds(), st.requests.Load(), st.ok.Load(), pct(s.Hits, st.laterOK.Load()),
 		s.Quarantined, settled(s), unpinned(s), d.Retries, st.refused.Load(), st.unknown.Load())
@@ -389,7 +389,7 @@ func pct(a, b uint64) string {
 // summary writes the run's summary and returns an error listing what is
 // wrong, if anything.
 func summary(out io.Writer, took time.Duration, k *kit, st *loadStats, ws []*fakeWorker) error {
-	s, d := k.layer.Stats(), k.driver.Stats()
+	s, d := k.Layer().Stats(), k.Driver().Stats()
 	lines, lerr := placementLines(mainSource)
 	p := func(format string, a ...any) { fmt.Fprintf(out, format+"\n", a...) }
 	p("summary after %.1fs:", took.Seconds())
@@ -418,21 +418,21 @@ func summary(out io.Writer, took time.Duration, k *kit, st *loadStats, ws []*fak
 	}
 	p("  workers       served: %s", strings.Join(served, ", "))
 	var members []string
-	for _, w := range k.layer.Workers() {
+	for _, w := range k.Layer().Workers() {
 		members = append(members, fmt.Sprintf("%s(%s, %s, %d bound)", w.ID, w.Identity, w.State, w.Bound))
 	}
 	p("  membership    %s", strings.Join(members, " "))
 	p("  placement handling: %d lines (cmd/router/main.go between the markers; at most 60)", lines)
 
 	var wrong []string
-	now := k.layer.Now()
-	for _, q := range k.layer.Quarantined() {
+	now := k.Layer().Now()
+	for _, q := range k.Layer().Quarantined() {
 		if q.Expires <= now {
 			wrong = append(wrong, fmt.Sprintf("quarantine of %s open past its TTL", q.Target))
 		}
 	}
-	if len(k.layer.Quarantined()) > 0 {
-		wrong = append(wrong, fmt.Sprintf("%d quarantines still open after the drain", len(k.layer.Quarantined())))
+	if len(k.Layer().Quarantined()) > 0 {
+		wrong = append(wrong, fmt.Sprintf("%d quarantines still open after the drain", len(k.Layer().Quarantined())))
 	}
 	if s.QuarantinesOpened > 0 && s.ResolvedAccepted+s.ResolvedNotAccepted == 0 {
 		wrong = append(wrong, "no quarantine settled by the resolver")
@@ -447,7 +447,7 @@ func summary(out io.Writer, took time.Duration, k *kit, st *loadStats, ws []*fak
 	}
 	if len(ws) > 0 {
 		last := ws[len(ws)-1]
-		if identity, boot := last.current(); boot < 2 || !hasIdentity(k.layer.Workers(), last.id, identity) {
+		if identity, boot := last.current(); boot < 2 || !hasIdentity(k.Layer().Workers(), last.id, identity) {
 			wrong = append(wrong, "no restart seen by the health checks")
 		}
 	}

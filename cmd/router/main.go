@@ -1,11 +1,12 @@
 // Command router is the reference router on the placement kit: the code a
 // router author copies. Its placement handling, between the
-// "placement: begin" and "placement: end" markers below, is the affinity
-// layer, the request driver behind an HTTP proxy (impl/router), membership
-// kept from the workers' health checks, the quarantine resolver asking the
-// workers' attempt ledgers (impl/resolver) and Prometheus metrics on
-// /metrics (impl/affinityprom); lines_test.go keeps it at 60 lines or
-// fewer.
+// "placement: begin" and "placement: end" markers below, is the kit's
+// whole HTTP router in one constructor (router.NewHTTP: the affinity
+// layer, the request driver behind an HTTP proxy, membership kept from the
+// workers' health checks with passive ejection, the quarantine resolver
+// asking the workers' attempt ledgers (impl/resolver), and the connect,
+// response-header and read timeouts) and Prometheus metrics on /metrics
+// (impl/affinityprom); lines_test.go keeps it at 60 lines or fewer.
 //
 //	go run ./cmd/router -demo                  # fake workers, a load generator, a live line, a summary
 //	go run ./cmd/router -workers a=http://10.0.0.5:8000,b=http://10.0.0.6:8000 -listen :8080
@@ -42,12 +43,10 @@ import (
 
 	"github.com/placementlab/placement/impl/affinity"
 	"github.com/placementlab/placement/impl/affinityprom"
-	"github.com/placementlab/placement/impl/httpoutcome"
 	"github.com/placementlab/placement/impl/resolver"
 	"github.com/placementlab/placement/impl/router"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
-	"golang.org/x/sync/errgroup"
 )
 
 // options are the command's flags.
@@ -110,7 +109,7 @@ func serve(ctx context.Context, o options, log io.Writer) error {
 	if err != nil {
 		return err
 	}
-	defer k.close()
+	defer k.Close()
 	ln, err := net.Listen("tcp", o.listen)
 	if err != nil {
 		return err
@@ -119,26 +118,9 @@ func serve(ctx context.Context, o options, log io.Writer) error {
 	return serveUntil(ctx, k, ln)
 }
 
-// serveUntil serves k's handler on ln and runs k until ctx ends.
-func serveUntil(ctx context.Context, k *kit, ln net.Listener) error {
-	srv := &http.Server{Handler: k.handler, ReadHeaderTimeout: 10 * time.Second}
-	g, gctx := errgroup.WithContext(ctx)
-	g.Go(func() error { return k.run(gctx) })
-	g.Go(func() error {
-		<-gctx.Done()
-		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		return srv.Shutdown(sctx)
-	})
-	if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
-		return err
-	}
-	return g.Wait()
-}
-
 // parseWorkers reads "id=url,id=url" (a bare url is its own id).
-func parseWorkers(s string) ([]worker, error) {
-	var out []worker
+func parseWorkers(s string) ([]router.HTTPWorker, error) {
+	var out []router.HTTPWorker
 	for _, f := range strings.Split(s, ",") {
 		if f = strings.TrimSpace(f); f == "" {
 			continue
@@ -151,7 +133,7 @@ func parseWorkers(s string) ([]worker, error) {
 		if err != nil || u.Scheme == "" || u.Host == "" {
 			return nil, fmt.Errorf("-workers: %q is not id=http://host:port", f)
 		}
-		out = append(out, worker{id: id, base: u})
+		out = append(out, router.HTTPWorker{ID: id, URL: u})
 	}
 	if len(out) == 0 {
 		return nil, errors.New("-workers: no workers (or run with -demo)")
@@ -159,74 +141,50 @@ func parseWorkers(s string) ([]worker, error) {
 	return out, nil
 }
 
-// worker is a worker's id and base URL.
-type worker struct {
-	id   string
-	base *url.URL
+// kit is the router: the kit's HTTP router and the handler served (the
+// proxy, and /metrics).
+type kit struct {
+	*router.HTTP
+	handler http.Handler
 }
 
 // placement: begin
 
-// kit is the router's placement handling.
-type kit struct {
-	layer    *affinity.Layer
-	driver   *router.Driver
-	health   *router.Health
-	resolver *resolver.Resolver
-	handler  http.Handler    // the proxy, and /metrics
-	tr       *http.Transport // to the workers
-}
-
-func newKit(workers []worker, o options) (*kit, error) {
-	layer, err := affinity.New(affinity.Config{DispatchTimeout: o.dispatchTimeout, QuarantineTTL: o.quarantineTTL})
+// newKit is the router's placement handling: the kit's whole HTTP router
+// (router.NewHTTP: the layer, the driver, the proxy, the health checks
+// with passive ejection, the quarantine resolver, and the timeouts), and
+// its metrics on /metrics.
+func newKit(workers []router.HTTPWorker, o options) (*kit, error) {
+	r, err := router.NewHTTP(router.HTTPConfig{
+		Layer:     affinity.Config{DispatchTimeout: o.dispatchTimeout, QuarantineTTL: o.quarantineTTL},
+		Workers:   workers,
+		Namespace: func(*http.Request) affinity.Namespace { return affinity.Namespace{Model: o.model} },
+		Driver:    router.Config{MaxInFlight: o.maxInFlight},
+		Interval:  o.every,
+		Resolver:  resolver.Config{MinBackoff: o.every},
+	})
 	if err != nil {
 		return nil, err
 	}
-	k := &kit{layer: layer, tr: &http.Transport{IdleConnTimeout: 4 * time.Second, MaxIdleConnsPerHost: 64}}
-	bases, strs, eps := map[string]*url.URL{}, map[string]string{}, []router.Endpoint{}
-	for _, w := range workers {
-		bases[w.id], strs[w.id] = w.base, w.base.String()
-		eps = append(eps, router.Endpoint{ID: w.id, URL: w.base.JoinPath("health").String()})
-	}
-	upstream := func(t affinity.Target) *url.URL { return bases[t.Worker] }
-	if k.driver, err = router.New(router.Config{Layer: layer, MaxInFlight: o.maxInFlight}); err != nil {
-		return nil, errors.Join(err, k.close())
-	}
-	client := &http.Client{Transport: k.tr}
-	if k.health, err = router.NewHealth(router.HealthConfig{Layer: layer, Endpoints: eps, Client: client, Interval: o.every}); err != nil {
-		return nil, errors.Join(err, k.close())
-	}
-	status := resolver.HTTPStatus(client, func(t affinity.Target) string { return strs[t.Worker] },
-		resolver.HTTPConfig{Now: layer.Now, DispatchTimeout: o.dispatchTimeout})
-	if k.resolver, err = resolver.New(resolver.Config{Source: layer, Status: status, Interval: o.every, MinBackoff: o.every}); err != nil {
-		return nil, errors.Join(err, k.close())
-	}
 	reg := prometheus.NewRegistry()
-	reg.MustRegister(affinityprom.NewCollector(layer, affinityprom.Options{}))
+	reg.MustRegister(affinityprom.NewCollector(r.Layer(), affinityprom.Options{}),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "placement_router_stream_cuts_total",
+			Help: "Responses aborted because the worker's stream was cut after the headers."},
+			func() float64 { return float64(r.Proxy().Stats().Cut) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "placement_router_ejections_total",
+			Help: "Workers failed by passive ejection (refusals or failed connects in a row)."},
+			func() float64 { return float64(r.Health().Stats().Ejections) }))
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
-	mux.Handle("/", &router.Proxy{Driver: k.driver, Upstream: upstream, Client: &httpoutcome.Client{Transport: k.tr},
-		Namespace: func(*http.Request) affinity.Namespace { return affinity.Namespace{Model: o.model} }})
-	k.handler = mux
-	k.health.Pass(context.Background()) // the members, before the first request
-	return k, nil
+	mux.Handle("/", r.Proxy())
+	return &kit{HTTP: r, handler: mux}, nil
 }
 
-// run keeps the membership from the health checks and settles quarantines
-// until ctx ends.
-func (k *kit) run(ctx context.Context) error {
-	g, ctx := errgroup.WithContext(ctx)
-	g.Go(func() error { return k.health.Run(ctx) })
-	g.Go(func() error { return k.resolver.Run(ctx) })
-	if err := g.Wait(); !errors.Is(err, context.Canceled) {
-		return err
-	}
-	return nil
-}
-
-func (k *kit) close() error {
-	k.tr.CloseIdleConnections()
-	return k.layer.Close()
+// serveUntil serves k on ln until ctx ends: a health pass, then the
+// server, the health checks and the resolver (router.HTTP.Serve). The
+// caller closes k after it returns.
+func serveUntil(ctx context.Context, k *kit, ln net.Listener) error {
+	return k.Serve(ctx, ln, k.handler)
 }
 
 // placement: end

@@ -90,6 +90,9 @@ type body struct {
 	// returns, so the callback may run before it is set (then there is
 	// nothing to stop).
 	stop atomic.Pointer[func() bool]
+	// stopReq ends the request's own context (Do's connect bound), once
+	// the transport's body is closed.
+	stopReq func()
 
 	n     atomic.Int64
 	state atomic.Bool // set by the first end
@@ -160,6 +163,9 @@ func (b *body) finish(kind EndKind, err error) {
 		(*stop)()
 	}
 	_ = b.rc.Close()
+	if b.stopReq != nil {
+		b.stopReq()
+	}
 	b.end = End{Outcome: exchangeOutcome(b.head, kind), Kind: kind, Status: b.status, Bytes: b.n.Load(), Err: err}
 	if b.release != nil {
 		b.release(b.end)

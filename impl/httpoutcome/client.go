@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"sync/atomic"
+	"time"
 
 	"github.com/placementlab/placement/impl/placement"
 )
@@ -17,6 +18,10 @@ import (
 // DefaultAttemptHeader is the header Do sends a placing dispatch's attempt
 // id in when Client.AttemptHeader is empty.
 const DefaultAttemptHeader = "X-Placement-Attempt"
+
+// ErrConnectTimeout: no connection to the worker was had within the
+// Client's connect bound (see Client.ConnectTimeout). Nothing was sent.
+var ErrConnectTimeout = errors.New("httpoutcome: connect timed out")
 
 // Client forwards requests to workers and classifies what happened to each
 // (see the package doc). The zero Client is ready to use: http.DefaultTransport,
@@ -37,7 +42,71 @@ type Client struct {
 	// X-Idempotency-Key: Go's transport re-sends a request carrying one of
 	// those by itself.
 	AttemptHeader string
+	// ConnectTimeout bounds how long Do waits for a connection to the
+	// worker (from Do's start to the transport's GotConn: a dial, a pool
+	// slot, TLS), apart from ctx: a connect that does not complete in time
+	// (a black-holed worker) sent nothing, so it is cancelled and reported
+	// DefinitelyNotAccepted with ErrConnectTimeout. The bound is also at
+	// most half the time ctx has left, so that a placing dispatch learns
+	// of the refusal before its deadline. Zero means
+	// DefaultConnectTimeout; negative means no bound but ctx. It applies
+	// only to a transport that reports its connections through httptrace
+	// (GetConn, GotConn), as net/http's does: another is never cut by it.
+	ConnectTimeout time.Duration
 }
+
+// DefaultConnectTimeout bounds getting a connection to a worker when
+// Client.ConnectTimeout is zero.
+const DefaultConnectTimeout = 5 * time.Second
+
+// connectBound returns how long Do may wait for a connection under ctx (0:
+// no bound).
+func (c *Client) connectBound(ctx context.Context) time.Duration {
+	bound := c.ConnectTimeout
+	switch {
+	case bound < 0:
+		return 0
+	case bound == 0:
+		bound = DefaultConnectTimeout
+	}
+	if dl, ok := ctx.Deadline(); ok {
+		if half := time.Until(dl) / 2; half < bound {
+			bound = half
+		}
+	}
+	return max(bound, 0)
+}
+
+// connectWatch cancels a request that got no connection within its bound.
+type connectWatch struct {
+	bound  time.Duration
+	cancel context.CancelCauseFunc
+	state  atomic.Int32 // watchIdle, watchGetting, watchGot, watchFired
+	timer  *time.Timer
+}
+
+const (
+	watchIdle    = iota // the transport reported nothing yet
+	watchGetting        // GetConn: getting a connection
+	watchGot            // GotConn: disarmed for good
+	watchFired          // the bound passed first: the request is cancelled
+)
+
+func (w *connectWatch) getConn(string) { w.state.CompareAndSwap(watchIdle, watchGetting) }
+
+func (w *connectWatch) gotConn() {
+	if !w.state.CompareAndSwap(watchGetting, watchGot) {
+		w.state.CompareAndSwap(watchIdle, watchGot)
+	}
+}
+
+func (w *connectWatch) fire() {
+	if w.state.CompareAndSwap(watchGetting, watchFired) {
+		w.cancel(fmt.Errorf("%w after %v", ErrConnectTimeout, w.bound))
+	}
+}
+
+func (w *connectWatch) fired() bool { return w.state.Load() == watchFired }
 
 // Response is a worker's response as Do returns it: its Body is wrapped so
 // that the release given to Do runs exactly once, when the body ends (see
@@ -142,10 +211,21 @@ func (c *Client) Do(ctx context.Context, req *http.Request, attempt uint64, rele
 	}
 
 	tr := &trace{}
-	out := req.WithContext(httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{
-		GotConn:      tr.gotConn,
-		WroteRequest: tr.wroteRequest,
-	}))
+	ct := &httptrace.ClientTrace{GotConn: tr.gotConn, WroteRequest: tr.wroteRequest}
+	rctx, stopConnect := ctx, func() {} // the request's context, and its end
+	var watch *connectWatch
+	if bound := c.connectBound(ctx); bound > 0 {
+		cctx, cancel := context.WithCancelCause(ctx)
+		watch = &connectWatch{bound: bound, cancel: cancel}
+		watch.timer = time.AfterFunc(bound, watch.fire)
+		ct.GetConn = watch.getConn
+		ct.GotConn = func(info httptrace.GotConnInfo) {
+			watch.gotConn()
+			tr.gotConn(info)
+		}
+		rctx, stopConnect = cctx, func() { watch.timer.Stop(); cancel(nil) }
+	}
+	out := req.WithContext(httptrace.WithClientTrace(rctx, ct))
 	out.Header = req.Header.Clone()
 	if out.Header == nil {
 		out.Header = http.Header{}
@@ -169,12 +249,19 @@ func (c *Client) Do(ctx context.Context, req *http.Request, attempt uint64, rele
 		rt = http.DefaultTransport
 	}
 	resp, err := rt.RoundTrip(out)
+	if watch != nil {
+		watch.timer.Stop()
+	}
 	if err == nil && resp == nil {
 		err = errors.New("httpoutcome: the RoundTripper returned neither a response nor an error")
 	}
 	if err != nil {
 		if resp != nil && resp.Body != nil {
 			_ = resp.Body.Close()
+		}
+		stopConnect()
+		if watch != nil && watch.fired() && ctx.Err() == nil {
+			err = fmt.Errorf("%w: %w", context.Cause(rctx), err)
 		}
 		fe := &ForwardError{Outcome: placement.DefinitelyNotAccepted, Written: tr.written(), Replayed: tr.replayed(), Err: err}
 		if fe.Written {
@@ -198,6 +285,7 @@ func (c *Client) Do(ctx context.Context, req *http.Request, attempt uint64, rele
 		noBody:  resp.Body == http.NoBody,
 		release: release,
 		done:    make(chan struct{}),
+		stopReq: stopConnect,
 	}
 	resp.Body = b
 	stop := context.AfterFunc(ctx, b.onContextDone)

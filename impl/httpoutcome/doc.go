@@ -30,7 +30,9 @@
 //		httpoutcome.WriteError(w, cerr) // no answer: 504 (outcome unknown), ...
 //		return
 //	}
-//	httpoutcome.Relay(w, resp) // relays the worker's answer, even an ambiguous 502
+//	if err := httpoutcome.Relay(w, resp); err != nil { // relays the worker's answer, even an ambiguous 502
+//		panic(http.ErrAbortHandler) // cut after the headers: the client must see the truncation
+//	}
 //
 // The request body is read by each attempt: a router that may dispatch again
 // keeps the body's bytes and gives each Do a fresh reader.
@@ -42,7 +44,10 @@
 //	what happened                                              outcome
 //	the connection was refused, the dial or DNS failed, the    DefinitelyNotAccepted
 //	write failed, ctx ended (deadline or cancel): before the
-//	transport reported the request written whole
+//	transport reported the request written whole; no
+//	connection within Client.ConnectTimeout (at most half
+//	the time ctx has left: a black-holed worker), reported
+//	with ErrConnectTimeout
 //	response headers came                                      the Table's row for the status
 //	a timeout (ctx's deadline, the transport's                 Ambiguous
 //	ResponseHeaderTimeout), a reset, an EOF, ctx cancelled,

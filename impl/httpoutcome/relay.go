@@ -25,6 +25,12 @@ var hopByHop = []string{
 // End.Err, when a write to the downstream client failed before the body's
 // end (Relay returns that error; a body already read whole stays
 // EndComplete: End describes the exchange with the worker).
+// When Relay fails after it wrote the headers (the worker's stream was
+// cut, or the client left), the handler must abort the response
+// (panic(http.ErrAbortHandler), as httputil.ReverseProxy does; router.Proxy
+// does it): if it returns, the server ends a chunked response with its
+// terminating chunk, and the client takes the truncated answer for a
+// complete one.
 // Trailers are not relayed. A status outside 100..999, which
 // http.ResponseWriter cannot write, is an error before anything is written.
 func Relay(w http.ResponseWriter, resp *Response) error {

@@ -15,8 +15,13 @@
 //     Join (a new identity is a restart, the same one after a failure a
 //     flap), Fail, Leave.
 //
-// A router: New a Driver over the layer, serve a Proxy, Run a Health and a
-// resolver (impl/resolver) beside it; cmd/router is the reference.
+// A router: NewHTTP makes the whole of it (the layer, the driver, the
+// Proxy over a transport with connect, response-header and body bounds,
+// the health poller with passive ejection, the quarantine resolver
+// (impl/resolver)); Serve runs it until its context ends, then Close.
+// cmd/router is the reference. The parts stay usable on their own: New a
+// Driver over a layer, serve a Proxy, Run a Health and a resolver beside
+// it.
 //
 // Disaggregated serving (prefill and decode workers): one layer keeps both
 // phases' bindings apart, and its membership holds both pools. Make one
@@ -103,6 +108,22 @@
 //	P4  An invalid session id is a 400, a body over MaxBodyBytes a 413, a
 //	    Proxy without Driver or Upstream a 500, and nothing is sent; a
 //	    request without a session id is routed unpinned (TestProxyBadInput).
+//	P5  A relay that fails after the response's headers were written (the
+//	    worker's stream cut or timed out, the client gone) aborts the
+//	    response (panic(http.ErrAbortHandler)), so the client sees the
+//	    truncation, never a clean, complete answer; a worker's cut is
+//	    counted in ProxyStats.Cut (TestProxyCutStreamAborts).
+//	P6  Headers the client's Connection header names are hop-by-hop and
+//	    are not forwarded (TestProxyConnectionNamedHeadersNotForwarded).
+//	P7  The path is forwarded escaped as it came: %2F stays %2F
+//	    (TestProxyEscapedPathKept).
+//	P8  A request body not read within BodyReadTimeout is a 408, and
+//	    nothing is sent (TestProxyBodyReadTimeout).
+//	P9  A connect that never completed sent nothing: it is a refusal,
+//	    bounded by the Client's ConnectTimeout apart from the dispatch's
+//	    deadline, and the request goes elsewhere with no quarantine
+//	    (TestProxyBlackHoledWorkerIsRefusal, on a black-holed loopback
+//	    address).
 //
 // # The health poller's contract
 //
@@ -122,6 +143,11 @@
 //	H6  A pass whose context ends changes nothing (TestHealthCancelledPassChangesNothing).
 //	H7  A pass applies the answers in the endpoints' order, so what it does
 //	    depends only on the answers (the tests compare whole change lists).
+//	H8  Passive ejection: EjectAfter refusals or failed connects in a row
+//	    (Observe; a Proxy with Health set tells every send) fail a watched
+//	    worker that is up at once; it is not picked while ejected; a check
+//	    that passes after the ejection joins it back
+//	    (TestHealthEjectsAfterRefusals).
 //
 // Nothing here leaks a goroutine once the servers, the poller and the
 // layer are closed (TestNoGoroutineLeak).

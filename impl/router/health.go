@@ -9,9 +9,11 @@ import (
 	"net/http"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/placementlab/placement/impl/affinity"
+	"github.com/placementlab/placement/impl/placement"
 	"golang.org/x/sync/errgroup"
 )
 
@@ -33,6 +35,7 @@ const (
 	DefaultHealthInterval = time.Second
 	DefaultHealthTimeout  = 2 * time.Second
 	DefaultFailAfter      = 1
+	DefaultEjectAfter     = 3
 	// maxHealthBody bounds how much of a health answer is read.
 	maxHealthBody = 64 << 10
 )
@@ -90,8 +93,15 @@ type HealthConfig struct {
 	// (DefaultFailAfter if zero).
 	FailAfter int
 	// OnChange, if set, is called for every change a pass makes, in the
-	// endpoints' order, from the goroutine running the pass.
+	// endpoints' order, from the goroutine running the pass, and for an
+	// ejection (ChangeEjected) from Observe's caller.
 	OnChange func(Change)
+	// EjectAfter is passive ejection: that many refusals or connects that
+	// failed in a row (DefinitelyNotAccepted sends, told by Observe) fail
+	// a worker at once, without waiting for its checks, until a check
+	// passes again and joins it back. DefaultEjectAfter if zero; negative:
+	// never.
+	EjectAfter int
 }
 
 // ChangeKind says what a pass did to a worker's membership.
@@ -110,9 +120,12 @@ const (
 	ChangeFailed
 	// ChangeLeft: the worker's endpoint was removed (SetEndpoints).
 	ChangeLeft
+	// ChangeEjected: the worker refused EjectAfter sends in a row (or its
+	// connects failed): Observe failed it.
+	ChangeEjected
 )
 
-var changeNames = [...]string{"", "joined", "recovered", "restarted", "failed", "left"}
+var changeNames = [...]string{"", "joined", "recovered", "restarted", "failed", "left", "ejected"}
 
 // String names k.
 func (k ChangeKind) String() string {
@@ -152,6 +165,13 @@ type Change struct {
 //   - an endpoint removed by SetEndpoints leaves, at the next pass, if this
 //     poller joined it.
 //
+// Passive ejection (Observe, HealthConfig.EjectAfter): a worker whose sends
+// are refused, or whose connects fail, EjectAfter times in a row is failed
+// at once, without waiting for FailAfter failed checks; a check that
+// passes after that joins it back (a flap). Without it, a worker that just
+// crashed is even favoured by the pipeline until its checks fail, since
+// its sessions moved away.
+//
 // A pass fetches the checks concurrently and applies them in the
 // endpoints' order, so what it does depends only on the answers.
 type Health struct {
@@ -162,6 +182,15 @@ type Health struct {
 	eps    []Endpoint
 	fails  map[string]int
 	joined map[string]bool // workers this poller joined
+
+	// Passive ejection (Observe), apart from mu so a send never waits for
+	// a pass.
+	emu       sync.Mutex
+	watched   map[string]bool   // the endpoints' ids
+	refusals  map[string]int    // refusals in a row
+	ejectSeq  uint64            // ejections so far
+	ejectedAt map[string]uint64 // the worker's last ejection's ejectSeq
+	ejections atomic.Uint64
 }
 
 // ErrInvalidHealth: NewHealth was given an invalid HealthConfig.
@@ -185,7 +214,11 @@ func NewHealth(cfg HealthConfig) (*Health, error) {
 	if cfg.FailAfter == 0 {
 		cfg.FailAfter = DefaultFailAfter
 	}
-	h := &Health{cfg: cfg, client: cfg.Client, fails: map[string]int{}, joined: map[string]bool{}}
+	if cfg.EjectAfter == 0 {
+		cfg.EjectAfter = DefaultEjectAfter
+	}
+	h := &Health{cfg: cfg, client: cfg.Client, fails: map[string]int{}, joined: map[string]bool{},
+		refusals: map[string]int{}, ejectedAt: map[string]uint64{}}
 	if h.client == nil {
 		h.client = &http.Client{}
 	}
@@ -212,6 +245,9 @@ func (h *Health) SetEndpoints(eps []Endpoint) error {
 	h.mu.Lock()
 	h.eps = append([]Endpoint(nil), eps...)
 	h.mu.Unlock()
+	h.emu.Lock()
+	h.watched = seen
+	h.emu.Unlock()
 	return nil
 }
 
@@ -227,6 +263,9 @@ type report struct {
 func (h *Health) Pass(ctx context.Context) []Change {
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	h.emu.Lock()
+	seq := h.ejectSeq
+	h.emu.Unlock()
 	reports := make([]report, len(h.eps))
 	var g errgroup.Group
 	g.SetLimit(16)
@@ -249,6 +288,9 @@ func (h *Health) Pass(ctx context.Context) []Change {
 	listed := map[string]bool{}
 	for i, ep := range h.eps {
 		listed[ep.ID] = true
+		if reports[i].err == nil && h.ejectedSince(ep.ID, seq) {
+			continue // ejected during the pass: only a later check brings it back
+		}
 		if c, ok := h.apply(ep.ID, reports[i], state); ok {
 			changes = append(changes, c)
 		}
@@ -385,4 +427,72 @@ func (h *Health) Run(ctx context.Context) error {
 		case <-t.C:
 		}
 	}
+}
+
+// HealthStats counts what a Health poller did beyond the changes it
+// reports.
+type HealthStats struct {
+	// Ejections: workers failed by passive ejection (ChangeEjected).
+	Ejections uint64
+}
+
+// Stats returns the poller's counters (cumulative).
+func (h *Health) Stats() HealthStats { return HealthStats{Ejections: h.ejections.Load()} }
+
+// Observe tells the poller what a send to worker came to, for passive
+// ejection (HealthConfig.EjectAfter): a DefinitelyNotAccepted outcome (a
+// refusal, or a connect that failed or timed out) counts toward ejecting
+// it, any other outcome resets the count. At EjectAfter in a row, a
+// worker this poller watches that is up is failed at once (Layer.Fail),
+// and OnChange is called with ChangeEjected from Observe's caller; a
+// check that passes after it joins the worker back (ChangeRecovered). A
+// Proxy with its Health set calls Observe for every send. It does not wait
+// for a pass in progress.
+func (h *Health) Observe(worker string, o placement.Outcome) {
+	if h.cfg.EjectAfter < 0 {
+		return
+	}
+	h.emu.Lock()
+	if o != placement.DefinitelyNotAccepted || !h.watched[worker] {
+		delete(h.refusals, worker)
+		h.emu.Unlock()
+		return
+	}
+	h.refusals[worker]++
+	if h.refusals[worker] < h.cfg.EjectAfter {
+		h.emu.Unlock()
+		return
+	}
+	delete(h.refusals, worker)
+	h.emu.Unlock()
+	var cur affinity.WorkerInfo
+	for _, w := range h.cfg.Layer.Workers() {
+		if w.ID == worker {
+			cur = w
+		}
+	}
+	if cur.State != affinity.WorkerUp {
+		return // not a member, or failed already
+	}
+	h.emu.Lock()
+	h.ejectSeq++
+	h.ejectedAt[worker] = h.ejectSeq
+	h.emu.Unlock()
+	c := Change{Worker: worker, Kind: ChangeEjected, Identity: cur.Identity}
+	if err := h.cfg.Layer.Fail(worker); err != nil {
+		c.Err = err
+	} else {
+		h.ejections.Add(1)
+	}
+	if h.cfg.OnChange != nil {
+		h.cfg.OnChange(c)
+	}
+}
+
+// ejectedSince reports whether worker was ejected after the ejection
+// sequence number seq (during a pass that began at seq).
+func (h *Health) ejectedSince(worker string, seq uint64) bool {
+	h.emu.Lock()
+	defer h.emu.Unlock()
+	return h.ejectedAt[worker] > seq
 }
