@@ -31,7 +31,8 @@
 // decode one. Each Driver's Stats are then its phase's.
 //
 // It imports the standard library, the core (impl/placement), the affinity
-// layer, the kit's packages (impl/picker, impl/httpoutcome) and, for the
+// layer, the kit's packages (impl/picker, impl/httpoutcome, and
+// impl/resolver for NewHTTP's resolver) and, for the
 // health poller's concurrent checks, golang.org/x/sync/errgroup.
 //
 // # The driver's contract

@@ -157,10 +157,10 @@ func NewHTTP(cfg HTTPConfig) (*HTTP, error) {
 	}
 	rcfg := cfg.Resolver
 	rcfg.Source = layer
-	// Today's resolver.HTTPConfig needs the layer's clock and dispatch
-	// timeout again.
+	// The zero HTTPConfig reads the resolver's clock (the layer's) and each
+	// quarantine's DispatchedAt.
 	rcfg.Status = resolver.HTTPStatus(client, func(t affinity.Target) string { return bases[t.Worker].String() },
-		resolver.HTTPConfig{Now: layer.Now, DispatchTimeout: cfg.Layer.DispatchTimeout})
+		resolver.HTTPConfig{})
 	if h.resolver, err = resolver.New(rcfg); err != nil {
 		return nil, errors.Join(fmt.Errorf("%w: %w", ErrInvalidConfig, err), h.Close())
 	}
