@@ -24,8 +24,9 @@
 // (its hold vanished with its session lease, without the Unhold that
 // deletes the claim) is deleted by the event streams (see Events).
 //
-// Errors: a store that cannot be reached (a connection down, no leader,
-// a deadline exceeded, the caller's included) is a
+// Errors: a store that cannot be reached (a connection down or dropped
+// mid-call, even when etcd's client reports it as a bare io.EOF, no
+// leader, a deadline exceeded, the caller's included) is a
 // *claims.UnavailableError, and every event stream of the Store then sends
 // a Reset once etcd answers again (a replica reconciles what it did
 // meanwhile after that Reset); a fence that does not hold is
@@ -35,7 +36,11 @@
 // claim and the workers' generations), of a new one 3 (and a Revoke when
 // it loses the race); Get, Hold, Register, Deregister, Members 1; Touch,
 // Unhold, ReplicaID 2; Close, Quarantine, Resolve 2, plus a KeepAliveOnce
-// when they rewrite the claim (a write restarts its idle expiry).
+// when they rewrite the claim (a write restarts its idle expiry; when that
+// keepalive finds etcd unreachable, the write stands and the store is
+// marked down). Every verdict a call returns is judged from one read (one
+// range or transaction, at one revision); Resolve's "stale" from the read
+// of its fenced transaction's Else branch.
 //
 // The package does not import etcd's server: package embedded (tests,
 // examples) runs one in-process.
@@ -45,8 +50,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"net"
 	"net/url"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/placementlab/placement/impl/claims"
@@ -296,7 +304,12 @@ func (s *Store) fail(ctx context.Context, op string, err error) error {
 }
 
 // unreachable reports whether err says etcd could not be reached or could
-// not serve (no leader, timeouts, overload), rather than refused a request.
+// not serve (no leader, timeouts, overload, a connection that dropped),
+// rather than refused a request. A gRPC status or etcd error is judged by
+// its code; anything else by whether it is a transport's error: etcd's
+// client returns a dropped connection's io.EOF (or io.ErrUnexpectedEOF)
+// bare from a stream (KeepAliveOnce), a network error, or no endpoint to
+// use.
 func unreachable(err error) bool {
 	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
 		return true
@@ -308,13 +321,28 @@ func unreachable(err error) bool {
 	} else if st, ok := status.FromError(err); ok {
 		code = st.Code()
 	} else {
-		return false
+		return transportError(err)
 	}
 	switch code {
 	case codes.Unavailable, codes.DeadlineExceeded, codes.ResourceExhausted, codes.Canceled, codes.Aborted:
 		return true
 	}
 	return false
+}
+
+// transportError reports whether err (not a gRPC status) is a transport's:
+// a connection that ended (io.EOF, io.ErrUnexpectedEOF, a closed pipe or
+// connection), a network error, or no endpoint to use.
+func transportError(err error) bool {
+	if mutant("EOFNotUnavailable") {
+		return false
+	}
+	var ne net.Error
+	return errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
+		errors.Is(err, io.ErrClosedPipe) || errors.Is(err, net.ErrClosed) ||
+		errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.ECONNREFUSED) ||
+		errors.Is(err, syscall.ECONNABORTED) || errors.Is(err, syscall.EPIPE) ||
+		errors.Is(err, clientv3.ErrNoAvailableEndpoints) || errors.As(err, &ne)
 }
 
 // markLost tells the event streams that a call found the store

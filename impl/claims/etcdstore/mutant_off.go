@@ -1,0 +1,24 @@
+//go:build !placement_mutants
+
+package etcdstore
+
+// mutant reports whether the named deliberately broken variant is active.
+// In the production build it is constant false and the compiler removes the
+// broken branches; `-tags placement_mutants` builds the bug zoo (see
+// mutant_on.go). The variants:
+//
+//   - ResolveTwoReads: Resolve reads the claim, then its worker's
+//     registration in a second read, and answers "stale" with the claim
+//     of the first read, which may no longer be current when the
+//     registration is read (linearizability/claimslin found it).
+//   - EOFNotUnavailable: a transport's error that is no gRPC status (the
+//     bare io.EOF etcd's client returns when a connection drops under a
+//     KeepAliveOnce) is not taken for the store being unreachable: Touch
+//     returns a plain error, and the store is not marked down.
+//   - RefreshLossUnmarked: the keepalive that restarts a rewritten
+//     claim's idle expiry (after Quarantine, Resolve accepted, a deferred
+//     Close) fails for the store's being unreachable, and the store is
+//     not marked down (no event stream is told to reset).
+//
+// mutant_test.go checks that each of them fails a test of the package.
+func mutant(string) bool { return false }
