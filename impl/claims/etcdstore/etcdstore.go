@@ -24,6 +24,17 @@
 // (its hold vanished with its session lease, without the Unhold that
 // deletes the claim) is deleted by the event streams (see Events).
 //
+// The session lease outlives outages it can: a session whose keepalives
+// went unanswered for its TTL (a quorum loss, a whole-cluster restart, a
+// cut connection) is taken up again on the same lease when etcd answers,
+// as long as the lease lives there (a new leader renews every lease), by
+// the store itself even when no call comes; holds and registrations on it
+// stay, and the workers keep their generations. Only a lease that did
+// expire (or was revoked) is replaced: the registrations the store wrote
+// and nobody replaced since are then written again on the new lease,
+// under new generations (the old registrations ended, and every replica
+// saw the workers leave).
+//
 // Errors: a store that cannot be reached (a connection down or dropped
 // mid-call, even when etcd's client reports it as a bare io.EOF, no
 // leader, a deadline exceeded, the caller's included) is a
@@ -145,7 +156,7 @@ type Store struct {
 
 	ctx    context.Context // ends at Shutdown
 	cancel context.CancelFunc
-	wg     sync.WaitGroup // event streams
+	wg     sync.WaitGroup // event streams and the session keeper
 
 	sessMu sync.Mutex // serializes making a new session
 
@@ -153,6 +164,7 @@ type Store struct {
 	closed bool
 	sess   *concurrency.Session
 	held   map[string]map[string]struct{} // key → replicas holding it through this store
+	regs   map[string]registration         // worker → the registration this store wrote on its session lease
 	lost   chan struct{}                  // closed (and replaced) when a call finds the store unreachable
 }
 
@@ -214,6 +226,7 @@ func New(ctx context.Context, client *clientv3.Client, replica string, opts clai
 		kWorkers: opts.Prefix + "workers/",
 		kCounter: opts.Prefix + "replica-id",
 		held:     map[string]map[string]struct{}{},
+		regs:     map[string]registration{},
 		lost:     make(chan struct{}),
 	}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
@@ -224,6 +237,8 @@ func New(ctx context.Context, client *clientv3.Client, replica string, opts clai
 		s.cancel()
 		return nil, err
 	}
+	s.wg.Add(1)
+	go s.keep()
 	return s, nil
 }
 
@@ -360,9 +375,23 @@ func (s *Store) lostSignal() <-chan struct{} {
 	return s.lost
 }
 
-// session returns the store's live session, starting a new one when the
-// last one ended (its lease expired: the holds and registrations made in
-// it are gone).
+// registration is a worker's registration this store wrote: the value
+// and the generation (its revision).
+type registration struct {
+	value string
+	gen   int64
+}
+
+// session returns the store's live session. When the last one ended on
+// this side (its keepalives went unanswered for a TTL: no quorum, the
+// cluster restarting, the connection cut), its lease may still live in
+// etcd, which renews every lease when a leader is elected: the session is
+// taken up again on that lease, and the holds and registrations on it
+// stay as they are (the same generations). Only when the lease is gone
+// (it expired, or was revoked) is a new one granted: the holds made on
+// the old one are gone, and the registrations this store wrote and
+// nobody replaced since are written again on the new lease (see
+// reregister).
 func (s *Store) session(ctx context.Context) (*concurrency.Session, error) {
 	if sess := s.liveSession(); sess != nil {
 		return sess, nil
@@ -372,28 +401,169 @@ func (s *Store) session(ctx context.Context) (*concurrency.Session, error) {
 	if sess := s.liveSession(); sess != nil {
 		return sess, nil
 	}
+	s.mu.Lock()
+	closed, prev := s.closed, s.sess
+	s.mu.Unlock()
+	if closed {
+		return nil, claims.ErrClosed
+	}
+	if prev != nil && !mutant("SessionNotResumed") {
+		_, err := s.cli.KeepAliveOnce(ctx, prev.Lease())
+		if err == nil {
+			sess, err := s.newSession(prev.Lease())
+			if err != nil {
+				return nil, err
+			}
+			return s.install(sess, false)
+		}
+		if !errors.Is(err, rpctypes.ErrLeaseNotFound) {
+			return nil, err
+		}
+	}
 	g, err := s.cli.Grant(ctx, s.sessTTL)
 	if err != nil {
 		return nil, err
 	}
-	sess, err := concurrency.NewSession(s.cli, concurrency.WithLease(g.ID),
-		concurrency.WithContext(s.ctx), concurrency.WithTTL(int(s.sessTTL)))
+	sess, err := s.newSession(g.ID)
 	if err != nil {
 		return nil, err
 	}
+	if err := s.reregister(ctx, g.ID); err != nil {
+		sess.Orphan()
+		return nil, err
+	}
+	return s.install(sess, true)
+}
+
+func (s *Store) newSession(lease clientv3.LeaseID) (*concurrency.Session, error) {
+	return concurrency.NewSession(s.cli, concurrency.WithLease(lease),
+		concurrency.WithContext(s.ctx), concurrency.WithTTL(int(s.sessTTL)))
+}
+
+// install makes sess the store's session (fresh: on a new lease, which
+// holds nothing yet). After Shutdown it ends sess instead (revoking a
+// fresh lease nobody else knows) and fails with claims.ErrClosed.
+func (s *Store) install(sess *concurrency.Session, fresh bool) (*concurrency.Session, error) {
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
 		sess.Orphan()
-		rctx, cancel := context.WithTimeout(context.Background(), s.set.requestTimeout)
-		_, _ = s.cli.Revoke(rctx, g.ID)
-		cancel()
+		if fresh {
+			rctx, cancel := context.WithTimeout(context.Background(), s.set.requestTimeout)
+			_, _ = s.cli.Revoke(rctx, sess.Lease())
+			cancel()
+		}
 		return nil, claims.ErrClosed
 	}
 	s.sess = sess
-	s.held = map[string]map[string]struct{}{}
+	if fresh {
+		s.held = map[string]map[string]struct{}{}
+	}
 	s.mu.Unlock()
 	return sess, nil
+}
+
+// reregister writes again, on the new session lease, each registration
+// this store wrote that vanished with its old lease: a worker that
+// survived the store's outage is not dropped from membership. Each is
+// fenced by the worker having no registration (one written by another
+// store meanwhile stands, and this store forgets its own). The old one
+// ended (its lease expired: every replica saw the worker leave), so this
+// is a registration after the previous one ended, with a new generation
+// (claims.Member); an outage the lease outlived keeps the old one and its
+// generation instead (session).
+func (s *Store) reregister(ctx context.Context, lease clientv3.LeaseID) error {
+	if mutant("RegistrationsNotRewritten") {
+		s.mu.Lock()
+		clear(s.regs)
+		s.mu.Unlock()
+		return nil
+	}
+	s.mu.Lock()
+	regs := make(map[string]registration, len(s.regs))
+	for w, r := range s.regs {
+		regs[w] = r
+	}
+	s.mu.Unlock()
+	for w, r := range regs {
+		key := s.workerKey(w)
+		tr, err := s.cli.Txn(ctx).
+			If(clientv3.Compare(clientv3.CreateRevision(key), "=", 0)).
+			Then(clientv3.OpPut(key, r.value, clientv3.WithLease(lease))).
+			Commit()
+		if err != nil {
+			return err
+		}
+		s.mu.Lock()
+		if cur, ok := s.regs[w]; ok && cur == r {
+			if tr.Succeeded {
+				s.regs[w] = registration{value: r.value, gen: tr.Header.Revision}
+			} else {
+				delete(s.regs, w)
+			}
+		}
+		s.mu.Unlock()
+	}
+	return nil
+}
+
+// keep keeps the store's session alive between calls: when it ends, it
+// takes it up again (or starts a new one) as soon as etcd answers, so that
+// the holds and registrations on it outlive an outage the lease outlives
+// although no call comes. It ends at Shutdown.
+func (s *Store) keep() {
+	defer s.wg.Done()
+	for {
+		s.mu.Lock()
+		sess := s.sess
+		s.mu.Unlock()
+		if sess != nil {
+			select {
+			case <-sess.Done():
+			case <-s.ctx.Done():
+				return
+			}
+		}
+		backoff := 20 * time.Millisecond
+		for {
+			octx, done := s.opContext(s.ctx)
+			_, err := s.session(octx)
+			if err != nil {
+				_ = s.fail(octx, "session", err)
+			}
+			done()
+			if err == nil {
+				break
+			}
+			t := time.NewTimer(backoff)
+			select {
+			case <-s.ctx.Done():
+				t.Stop()
+				return
+			case <-t.C:
+			}
+			backoff = min(2*backoff, time.Second)
+		}
+	}
+}
+
+// noteRegistration records the registration of worker this store wrote
+// (value, at revision gen) on its session lease.
+func (s *Store) noteRegistration(worker, value string, gen int64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.regs[worker] = registration{value: value, gen: gen}
+}
+
+// forgetRegistration forgets worker's registration by this store: it was
+// deregistered, or another registration replaced it (one written after
+// rev, when rev > 0).
+func (s *Store) forgetRegistration(worker string, after int64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if r, ok := s.regs[worker]; ok && (after == 0 || r.gen < after) {
+		delete(s.regs, worker)
+	}
 }
 
 func (s *Store) liveSession() *concurrency.Session {

@@ -19,6 +19,14 @@ package etcdstore
 //     claim's idle expiry (after Quarantine, Resolve accepted, a deferred
 //     Close) fails for the store's being unreachable, and the store is
 //     not marked down (no event stream is told to reset).
+//   - SessionNotResumed: a session that ended on this side (its
+//     keepalives unanswered for a TTL, as in a quorum loss) is replaced by
+//     a new lease although the old one lives on in etcd: the holds and
+//     registrations on the old one expire a TTL after the heal, and
+//     every worker registered through the store is fenced.
+//   - RegistrationsNotRewritten: a new session lease (the old one
+//     expired) does not carry the registrations the store wrote: the
+//     workers drop out of membership although they survived the outage.
 //
 // mutant_test.go checks that each of them fails a test of the package.
 func mutant(string) bool { return false }

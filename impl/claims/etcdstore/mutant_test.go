@@ -18,6 +18,8 @@ var variants = []struct{ name, catcher string }{
 	{"ResolveTwoReads", "TestResolveJudgesOneMoment"},
 	{"EOFNotUnavailable", "TestTouchConnectionCut"},
 	{"RefreshLossUnmarked", "TestRefreshConnectionCut"},
+	{"SessionNotResumed", "TestQuorumLossKeepsRegistrations"},
+	{"RegistrationsNotRewritten", "TestSessionLost"},
 }
 
 // TestVariantsCaught re-runs this test binary under each variant with its

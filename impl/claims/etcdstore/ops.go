@@ -563,10 +563,14 @@ func (s *Store) Register(ctx context.Context, worker, identity string) (claims.M
 		if r.Succeeded {
 			// The same identity's registration: unchanged.
 			if kvs := r.Responses[0].GetResponseRange().GetKvs(); len(kvs) == 1 {
+				if kvs[0].Lease == int64(sess.Lease()) {
+					s.noteRegistration(worker, val, kvs[0].ModRevision)
+				}
 				return decodeWorker(worker, kvs[0])
 			}
 			return claims.Member{}, fmt.Errorf("%w: register %q: the compared registration was not read", ErrCorrupt, worker)
 		}
+		s.noteRegistration(worker, val, r.Header.Revision)
 		return claims.Member{Worker: worker, Identity: identity, Gen: r.Header.Revision}, nil
 	}
 }
@@ -582,6 +586,7 @@ func (s *Store) Deregister(ctx context.Context, worker string) error {
 		return err
 	}
 	defer done()
+	s.forgetRegistration(worker, 0)
 	if _, err := s.cli.Delete(octx, s.workerKey(worker)); err != nil {
 		return s.fail(octx, op, err)
 	}
