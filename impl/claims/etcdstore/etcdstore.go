@@ -164,7 +164,7 @@ type Store struct {
 	closed bool
 	sess   *concurrency.Session
 	held   map[string]map[string]struct{} // key → replicas holding it through this store
-	regs   map[string]registration         // worker → the registration this store wrote on its session lease
+	regs   map[string]registration        // worker → the registration this store wrote on its session lease
 	lost   chan struct{}                  // closed (and replaced) when a call finds the store unreachable
 }
 
