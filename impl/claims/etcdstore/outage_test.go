@@ -11,13 +11,29 @@ import (
 	"github.com/placementlab/placement/impl/claims"
 )
 
-// A quorum loss longer than the session TTL, then a heal: the store's
-// session lease outlived the outage in etcd (a new leader renews every
-// lease), so the store takes it up again, and the registrations on it
+// A quorum loss longer than the session TTL, or the whole cluster stopped
+// that long, then a heal: the store's session lease outlived the outage
+// in etcd (a new leader renews every lease; a restarted cluster recovers
+// its leases), so the store takes it up again, and the registrations on it
 // survive with their generations: claims made before the outage are
 // current after it (nothing is fenced), and holds made before it still
 // defer a close.
 func TestQuorumLossKeepsRegistrations(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		stop []int
+	}{
+		{"TwoOfThree", []int{1, 2}},
+		{"WholeCluster", []int{0, 1, 2}},
+	} {
+		t.Run(tc.name, func(t *testing.T) { testOutageKeepsRegistrations(t, tc.stop) })
+	}
+}
+
+// testOutageKeepsRegistrations stops the members stop of a three-member
+// cluster for three session TTLs, restarts them together from their data
+// directories, and checks what survived.
+func testOutageKeepsRegistrations(t *testing.T, stop []int) {
 	ctx := testContext(t, 90*time.Second)
 	const ttl = 2 * time.Second
 	c := startCluster(t, 3)
@@ -31,11 +47,12 @@ func TestQuorumLossKeepsRegistrations(t *testing.T) {
 	lease := reg.SessionLease()
 	require.NotEqual(t, clientv3.NoLease, lease)
 
-	require.NoError(t, c.StopMember(1))
-	require.NoError(t, c.StopMember(2))
+	for _, i := range stop {
+		require.NoError(t, c.StopMember(i))
+	}
 	// The session's keepalives go unanswered for longer than its TTL.
 	time.Sleep(3 * ttl)
-	require.NoError(t, c.RestartMember(ctx, 1))
+	require.NoError(t, c.RestartMembers(ctx, stop...))
 	healed := time.Now()
 
 	// Wait out the old lease (one TTL after the heal, and some), calling

@@ -1,8 +1,12 @@
 // Package embedded runs a real etcd inside the test process, for the tests
 // and examples of impl/claims/etcdstore: one member or a cluster of several
 // (three, typically) on loopback ports, each with its own data directory,
-// with fast elections and quiet logs. A member can be stopped and
-// restarted on the same data directory and ports, and a TCP proxy
+// with fast elections and quiet logs. Members can be stopped and
+// restarted on the same data directories and ports, one or several at
+// once, also when the cluster lost its quorum or was stopped whole
+// (RestartMembers: every wait is bounded, and a restart that cannot serve
+// for want of a quorum says so, ErrNoQuorum, rather than waiting), and a
+// TCP proxy
 // (go.etcd.io/etcd/pkg/v3/proxy) can be put between a client and a member
 // to cut the client off.
 //
@@ -57,7 +61,18 @@ var (
 	ErrMemberStopped = errors.New("embedded: member is stopped")
 	// ErrClosed: the cluster was closed.
 	ErrClosed = errors.New("embedded: cluster closed")
+	// ErrNoQuorum: members were restarted, but the members running are
+	// not a quorum, so none of them can serve yet (they are left running:
+	// they serve once enough members run).
+	ErrNoQuorum = errors.New("embedded: members running are not a quorum")
+	// ErrNotServing: restarted members did not serve clients before the
+	// context ended (they were stopped again).
+	ErrNotServing = errors.New("embedded: members do not serve")
 )
+
+// DefaultRestartTimeout bounds RestartMember and RestartMembers when their
+// context has no earlier deadline.
+const DefaultRestartTimeout = time.Minute
 
 // Config is what Start runs.
 type Config struct {
@@ -371,7 +386,8 @@ func (c *Cluster) Running(i int) bool {
 
 // StopMember stops member i (its data directory stays). Its clients'
 // streams (watches, lease keepalives) are cut at once rather than drained.
-// Stopping a stopped member does nothing.
+// Stopping a stopped member does nothing. A member that does not serve yet
+// (restarted without a quorum) is stopped too.
 func (c *Cluster) StopMember(i int) error {
 	c.opMu.Lock()
 	defer c.opMu.Unlock()
@@ -385,25 +401,66 @@ func (c *Cluster) StopMember(i int) error {
 	m.etcd = nil
 	c.mu.Unlock()
 	if e != nil {
-		streams.cancelAll()
-		e.Close()
+		stopEtcd(e, streams)
 	}
 	return nil
 }
 
+// stopEtcd stops a member: gracefully when it serves; when it does not
+// (it waits for a quorum), raft first, since etcd's Close waits for the
+// client servers, which start only once the member is ready.
+func stopEtcd(e *embed.Etcd, streams *streamCanceler) {
+	streams.cancelAll()
+	select {
+	case <-e.Server.ReadyNotify():
+	default:
+		e.Server.HardStop()
+	}
+	e.Close()
+}
+
 // RestartMember starts stopped member i again on its data directory and
-// ports, and returns once it serves clients (or ctx ends: the member is
-// then stopped again).
+// ports: RestartMembers(ctx, i).
 func (c *Cluster) RestartMember(ctx context.Context, i int) error {
+	return c.RestartMembers(ctx, i)
+}
+
+// RestartMembers starts the stopped members is again, each on its data
+// directory and ports, all at once (a cluster that lost its quorum, or
+// was stopped whole, needs several members up before any can serve). When
+// the members then running are a quorum, it returns once every running
+// member serves clients; when the context ends first (bounded by
+// DefaultRestartTimeout) it stops the members it started again and
+// returns an error satisfying errors.Is(err, ErrNotServing) and the
+// context's error. When they are not a quorum, it returns ErrNoQuorum at
+// once and leaves the members it started running: they serve once enough
+// members run (restart more). Nothing is started when an index is out of
+// range or names a running member (ErrNoMember, ErrMemberRunning).
+func (c *Cluster) RestartMembers(ctx context.Context, is ...int) error {
 	if ctx == nil {
 		return fmt.Errorf("%w: nil context", ErrInvalidConfig)
 	}
+	ctx, cancel := context.WithTimeout(ctx, DefaultRestartTimeout)
+	defer cancel()
 	c.opMu.Lock()
 	defer c.opMu.Unlock()
 	c.mu.Lock()
-	m, err := c.memberLocked(i)
-	if err == nil && m.etcd != nil {
-		err = fmt.Errorf("%w: %s", ErrMemberRunning, m.name)
+	var ms []*member
+	var err error
+	seen := map[int]bool{}
+	for _, i := range is {
+		var m *member
+		if m, err = c.memberLocked(i); err != nil {
+			break
+		}
+		if m.etcd != nil {
+			err = fmt.Errorf("%w: %s", ErrMemberRunning, m.name)
+			break
+		}
+		if !seen[i] {
+			seen[i] = true
+			ms = append(ms, m)
+		}
 	}
 	var initial []string
 	for _, o := range c.members {
@@ -413,38 +470,77 @@ func (c *Cluster) RestartMember(ctx context.Context, i int) error {
 	if err != nil {
 		return err
 	}
-	// The member's ports were just released; a restart right after a stop
-	// may find one still held for a moment.
-	var e *embed.Etcd
-	var streams *streamCanceler
+	type started struct {
+		m       *member
+		e       *embed.Etcd
+		streams *streamCanceler
+	}
+	var run []started
+	stopAll := func() {
+		for _, r := range run {
+			stopEtcd(r.e, r.streams)
+		}
+	}
+	for _, m := range ms {
+		e, streams, err := c.startAgain(ctx, m, strings.Join(initial, ","))
+		if err != nil {
+			stopAll()
+			return err
+		}
+		run = append(run, started{m, e, streams})
+	}
+	c.mu.Lock()
+	for _, r := range run {
+		r.m.etcd, r.m.streams = r.e, r.streams
+	}
+	running := 0
+	var wait []*embed.Etcd
+	var idx []int
+	for i, m := range c.members {
+		if m.etcd != nil {
+			running++
+			wait = append(wait, m.etcd)
+			idx = append(idx, i)
+		}
+	}
+	c.mu.Unlock()
+	if running < len(c.members)/2+1 {
+		return fmt.Errorf("%w: %d of %d run", ErrNoQuorum, running, len(c.members))
+	}
+	for k, e := range wait {
+		err := waitReady(ctx, e)
+		if err == nil {
+			err = c.waitServing(ctx, idx[k])
+		}
+		if err != nil {
+			c.mu.Lock()
+			for _, r := range run {
+				r.m.etcd = nil
+			}
+			c.mu.Unlock()
+			stopAll()
+			return fmt.Errorf("%w: %w", ErrNotServing, err)
+		}
+	}
+	return nil
+}
+
+// startAgain starts stopped member m (not waiting until it is ready). The
+// member's ports were just released; a restart right after a stop may
+// find one still held for a moment.
+func (c *Cluster) startAgain(ctx context.Context, m *member, initial string) (*embed.Etcd, *streamCanceler, error) {
 	deadline := time.Now().Add(5 * time.Second)
 	for {
-		e, streams, err = c.startMember(m, strings.Join(initial, ","))
+		e, streams, err := c.startMember(m, initial)
 		if err == nil || !isAddrInUse(err) || time.Now().After(deadline) {
-			break
+			return e, streams, err
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("embedded: restart member %s: %w", m.name, ctx.Err())
+			return nil, nil, fmt.Errorf("embedded: restart member %s: %w", m.name, ctx.Err())
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
-	if err != nil {
-		return err
-	}
-	err = waitReady(ctx, e)
-	if err == nil {
-		err = c.waitServing(ctx, i)
-	}
-	if err != nil {
-		streams.cancelAll()
-		e.Close()
-		return err
-	}
-	c.mu.Lock()
-	m.etcd, m.streams = e, streams
-	c.mu.Unlock()
-	return nil
 }
 
 // Compact compacts the cluster's key-value history up to rev (through

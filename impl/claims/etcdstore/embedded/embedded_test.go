@@ -165,3 +165,76 @@ func TestProxyCutsClientOff(t *testing.T) {
 	require.NoError(t, cli.Close())
 	require.NoError(t, p.Close())
 }
+
+// within runs f and returns its error, failing the test if f has not
+// returned within d (it is left running: the test fails rather than
+// hangs).
+func within(t *testing.T, d time.Duration, what string, f func() error) error {
+	t.Helper()
+	done := make(chan error, 1)
+	go func() { done <- f() }()
+	select {
+	case err := <-done:
+		return err
+	case <-time.After(d):
+		t.Fatalf("%s did not return within %v", what, d)
+		return nil
+	}
+}
+
+// A three-member cluster stopped whole restarts from its data
+// directories: a member restarted alone returns ErrNoQuorum at once
+// (left running, it cannot serve yet), can be stopped again, and the
+// members restarted together serve, with the data intact. Two of three
+// stopped (a quorum loss) restart together as well.
+func TestRestartWithoutQuorum(t *testing.T) {
+	ctx := testContext(t, 3*time.Minute)
+	c, err := Start(ctx, Config{Members: 3})
+	require.NoError(t, err)
+	defer c.Close()
+	_, err = c.Client().Put(ctx, "k", "v")
+	require.NoError(t, err)
+	for i := range 3 {
+		require.NoError(t, c.StopMember(i))
+	}
+	start := time.Now()
+	err = within(t, 20*time.Second, "RestartMember without a quorum", func() error { return c.RestartMember(ctx, 0) })
+	require.ErrorIs(t, err, ErrNoQuorum)
+	require.True(t, c.Running(0))
+	t.Logf("member 0 restarted alone: %v after %v", err, time.Since(start))
+	require.NoError(t, within(t, 20*time.Second, "StopMember of a member waiting for a quorum", func() error { return c.StopMember(0) }))
+	require.False(t, c.Running(0))
+
+	start = time.Now()
+	require.NoError(t, within(t, 60*time.Second, "RestartMembers", func() error { return c.RestartMembers(ctx, 0, 1, 2) }))
+	t.Logf("three members restarted from their data directories in %v", time.Since(start))
+	get := func(ep string) {
+		t.Helper()
+		cli, err := c.NewClient(ep)
+		require.NoError(t, err)
+		defer cli.Close()
+		gctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+		resp, err := cli.Get(gctx, "k")
+		require.NoError(t, err)
+		require.Len(t, resp.Kvs, 1)
+		require.Equal(t, "v", string(resp.Kvs[0].Value))
+		_, err = cli.Put(gctx, "k2", ep)
+		require.NoError(t, err)
+	}
+	for _, ep := range c.Endpoints() {
+		get(ep)
+	}
+
+	// A quorum loss: two of three stopped; restarted one at a time, the
+	// first returns once a quorum serves.
+	require.NoError(t, c.StopMember(1))
+	require.NoError(t, c.StopMember(2))
+	require.NoError(t, within(t, 60*time.Second, "RestartMember regaining the quorum", func() error { return c.RestartMember(ctx, 2) }))
+	require.NoError(t, within(t, 60*time.Second, "RestartMember", func() error { return c.RestartMember(ctx, 1) }))
+	for _, ep := range c.Endpoints() {
+		get(ep)
+	}
+	require.ErrorIs(t, c.RestartMembers(ctx, 0), ErrMemberRunning)
+	require.ErrorIs(t, c.RestartMembers(ctx, 3), ErrNoMember)
+}
