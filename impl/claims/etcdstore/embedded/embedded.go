@@ -50,6 +50,20 @@ const DefaultElectionMs = 100
 // MaxMembers is the largest cluster Start runs.
 const MaxMembers = 7
 
+// ServerPingInterval is how often a member pings a client connection it
+// has read nothing on for that long (gRPC's server keepalive, whose
+// minimum it is), so that a live connection never stays silent longer.
+const ServerPingInterval = time.Second
+
+// ClientReadIdleTimeout is how long a connection of a NewClient client
+// may go without a byte from its member before the client drops it (and
+// reconnects): a member pings every ServerPingInterval, so a silent
+// connection is a dead one (a cut, a blackhole, a member frozen). gRPC's
+// own client keepalive cannot notice sooner than in 10 s plus its
+// timeout, its minimum interval, and not at all on a connection with no
+// stream open.
+const ClientReadIdleTimeout = 3 * time.Second
+
 var (
 	// ErrInvalidConfig: a Config Start cannot run.
 	ErrInvalidConfig = errors.New("embedded: invalid config")
@@ -281,9 +295,14 @@ func (c *Cluster) startMember(m *member, initialCluster string) (*embed.Etcd, *s
 	cfg.TickMs = c.cfg.TickMs
 	cfg.ElectionMs = c.cfg.ElectionMs
 	cfg.UnsafeNoFsync = !c.cfg.Fsync
-	// Clients ping every second (NewClient); etcd's default minimum of 5 s
-	// would make it close their connections for pinging too often.
+	// Clients ping every 10 s (NewClient; gRPC's minimum); etcd's default
+	// minimum of 5 s would do, a lower one costs nothing.
 	cfg.GRPCKeepAliveMinTime = 500 * time.Millisecond
+	// The member pings its idle clients, so that a NewClient client
+	// notices a dead connection by its silence (ClientReadIdleTimeout).
+	// (A client that does not answer a ping is dropped after etcd's
+	// default 20 s: through a Proxy, that drop would reach the client.)
+	cfg.GRPCKeepAliveInterval = ServerPingInterval
 	cfg.EnableGRPCGateway = false // no HTTP JSON gateway (and its client of the member)
 	cfg.Logger = "zap"
 	cfg.ZapLoggerBuilder = embed.NewZapLoggerBuilder(c.lg.Named(m.name))
@@ -342,28 +361,88 @@ func (c *Cluster) Endpoint(i int) (string, error) {
 func (c *Cluster) Client() *clientv3.Client { return c.client }
 
 // NewClient returns a new client of the given endpoints (every member's
-// when none): quiet logs, a 2 s dial timeout, keepalive pings every second
-// (a dead connection is noticed within about 2 s) and reconnects backing
-// off at most 1 s. The caller closes it.
+// when none, or a Proxy's): quiet logs, a 2 s dial timeout, reconnects
+// backing off at most 1 s, and a dead connection noticed (dropped, and
+// the client reconnects) once it has been silent for
+// ClientReadIdleTimeout (3 s; the members ping every second), whether or
+// not a call is in flight on it. The caller closes it.
 func (c *Cluster) NewClient(endpoints ...string) (*clientv3.Client, error) {
 	if len(endpoints) == 0 {
 		endpoints = c.Endpoints()
 	}
 	cli, err := clientv3.New(clientv3.Config{
-		Endpoints:            endpoints,
-		DialTimeout:          2 * time.Second,
-		DialKeepAliveTime:    time.Second,
+		Endpoints:   endpoints,
+		DialTimeout: 2 * time.Second,
+		// gRPC raises a client keepalive interval to 10 s; the read idle
+		// timeout notices a dead connection sooner.
+		DialKeepAliveTime:    10 * time.Second,
 		DialKeepAliveTimeout: time.Second,
 		Logger:               zap.NewNop(),
-		DialOptions: []grpc.DialOption{grpc.WithConnectParams(grpc.ConnectParams{
-			Backoff:           backoff.Config{BaseDelay: 50 * time.Millisecond, Multiplier: 1.6, Jitter: 0.2, MaxDelay: time.Second},
-			MinConnectTimeout: time.Second,
-		})},
+		DialOptions: []grpc.DialOption{
+			grpc.WithConnectParams(grpc.ConnectParams{
+				Backoff:           backoff.Config{BaseDelay: 50 * time.Millisecond, Multiplier: 1.6, Jitter: 0.2, MaxDelay: time.Second},
+				MinConnectTimeout: time.Second,
+			}),
+			grpc.WithContextDialer(dialIdle),
+		},
 	})
 	if err != nil {
 		return nil, fmt.Errorf("embedded: client: %w", err)
 	}
 	return cli, nil
+}
+
+// dialIdle dials addr (host:port) over TCP, as etcd's client would, and
+// bounds each read of the connection by ClientReadIdleTimeout.
+func dialIdle(ctx context.Context, addr string) (net.Conn, error) {
+	if mutant("NoReadIdleTimeout") {
+		var d net.Dialer
+		return d.DialContext(ctx, "tcp", addr)
+	}
+	var d net.Dialer
+	conn, err := d.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return nil, err
+	}
+	return &idleConn{Conn: conn, idle: ClientReadIdleTimeout}, nil
+}
+
+// idleConn is a connection whose every Read fails once nothing has come
+// for idle (or at a read deadline set on it, if earlier): gRPC then drops
+// the connection and reconnects.
+type idleConn struct {
+	net.Conn
+	idle time.Duration
+
+	mu       sync.Mutex
+	deadline time.Time // set by SetDeadline or SetReadDeadline
+}
+
+func (c *idleConn) Read(b []byte) (int, error) {
+	d := time.Now().Add(c.idle)
+	c.mu.Lock()
+	if !c.deadline.IsZero() && c.deadline.Before(d) {
+		d = c.deadline
+	}
+	c.mu.Unlock()
+	if err := c.Conn.SetReadDeadline(d); err != nil {
+		return 0, err
+	}
+	return c.Conn.Read(b)
+}
+
+func (c *idleConn) SetReadDeadline(t time.Time) error {
+	c.mu.Lock()
+	c.deadline = t
+	c.mu.Unlock()
+	return c.Conn.SetReadDeadline(t)
+}
+
+func (c *idleConn) SetDeadline(t time.Time) error {
+	c.mu.Lock()
+	c.deadline = t
+	c.mu.Unlock()
+	return c.Conn.SetDeadline(t)
 }
 
 func (c *Cluster) memberLocked(i int) (*member, error) {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 	clientv3 "go.etcd.io/etcd/client/v3"
+	"google.golang.org/grpc/connectivity"
 )
 
 func testContext(t *testing.T, d time.Duration) context.Context {
@@ -237,4 +238,58 @@ func TestRestartWithoutQuorum(t *testing.T) {
 	}
 	require.ErrorIs(t, c.RestartMembers(ctx, 0), ErrMemberRunning)
 	require.ErrorIs(t, c.RestartMembers(ctx, 3), ErrNoMember)
+}
+
+// A client notices a dead connection (a blackholing proxy: no byte comes
+// back, no error either) within ClientReadIdleTimeout, with and without a
+// stream open on it, and drops it; a live connection left idle is not
+// dropped (the member's pings keep it talking). The bound allows 5 s of
+// slack for a loaded machine; gRPC's keepalive alone took about 11 s
+// with a stream open and never noticed an idle connection.
+func TestClientNoticesDeadConnection(t *testing.T) {
+	ctx := testContext(t, 2*time.Minute)
+	c, err := Start(ctx, Config{})
+	require.NoError(t, err)
+	defer c.Close()
+	const bound = ClientReadIdleTimeout + 5*time.Second
+
+	// A live, idle connection stays up.
+	cli, err := c.NewClient()
+	require.NoError(t, err)
+	_, err = cli.Put(ctx, "k", "v")
+	require.NoError(t, err)
+	cc := cli.ActiveConnection()
+	require.Equal(t, connectivity.Ready, cc.GetState())
+	wctx, cancel := context.WithTimeout(ctx, 3*ClientReadIdleTimeout)
+	changed := cc.WaitForStateChange(wctx, connectivity.Ready)
+	cancel()
+	require.False(t, changed, "a live idle connection was dropped: %v", cc.GetState())
+	require.NoError(t, cli.Close())
+
+	for _, stream := range []bool{false, true} {
+		p, err := c.Proxy(0)
+		require.NoError(t, err)
+		cli, err := c.NewClient(p.Endpoint())
+		require.NoError(t, err)
+		_, err = cli.Put(ctx, "k", "v")
+		require.NoError(t, err)
+		wctx, wcancel := context.WithCancel(ctx)
+		if stream {
+			_ = cli.Watch(wctx, "k")
+		}
+		cc := cli.ActiveConnection()
+		require.Equal(t, connectivity.Ready, cc.GetState())
+		p.BlackholeTx()
+		p.BlackholeRx()
+		start := time.Now()
+		nctx, ncancel := context.WithTimeout(ctx, bound)
+		changed := cc.WaitForStateChange(nctx, connectivity.Ready)
+		ncancel()
+		took := time.Since(start)
+		require.True(t, changed, "stream %v: the dead connection was not noticed within %v", stream, bound)
+		t.Logf("stream %v: the dead connection was noticed in %v (%v)", stream, took, cc.GetState())
+		wcancel()
+		require.NoError(t, cli.Close())
+		require.NoError(t, p.Close())
+	}
 }
