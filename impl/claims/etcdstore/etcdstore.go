@@ -319,9 +319,9 @@ func (s *Store) fail(ctx context.Context, op string, err error) error {
 }
 
 // unreachable reports whether err says etcd could not be reached or could
-// not serve (no leader, timeouts, overload, a connection that dropped),
-// rather than refused a request. A gRPC status or etcd error is judged by
-// its code; anything else by whether it is a transport's error: etcd's
+// not serve (no leader, timeouts, overload, a connection that dropped or
+// broke), rather than refused a request. A gRPC status or etcd error is
+// judged by its code; anything else by whether it is a transport's error: etcd's
 // client returns a dropped connection's io.EOF (or io.ErrUnexpectedEOF)
 // bare from a stream (KeepAliveOnce), a network error, or no endpoint to
 // use.
@@ -341,6 +341,11 @@ func unreachable(err error) bool {
 	switch code {
 	case codes.Unavailable, codes.DeadlineExceeded, codes.ResourceExhausted, codes.Canceled, codes.Aborted:
 		return true
+	case codes.Internal:
+		// etcd's server never answers Internal: it is gRPC's, for a
+		// broken transport (a corrupted or cut HTTP/2 stream), which
+		// etcd's client retries as it retries Unavailable.
+		return !mutant("EOFNotUnavailable")
 	}
 	return false
 }

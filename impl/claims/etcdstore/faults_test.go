@@ -2,18 +2,23 @@ package etcdstore
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"io"
 	"net"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/connectivity"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	"github.com/placementlab/placement/impl/claims"
 )
@@ -129,7 +134,7 @@ func TestResolveJudgesOneMoment(t *testing.T) {
 // cutter is a client's dialer and stream interceptor: it records the
 // client's TCP connections and, armed, closes them under the client right
 // after the next stream of one method opens (before the client sends on
-// it), then waits until the client has noticed. A connection dropped at
+// it), then waits until the client has closed that stream. A connection dropped at
 // that point makes etcd's client return a bare io.EOF.
 type cutter struct {
 	mu     sync.Mutex
@@ -166,13 +171,10 @@ func (c *cutter) intercept(ctx context.Context, desc *grpc.StreamDesc, cc *grpc.
 	if m := c.method.Load(); err == nil && m != nil && *m == method && c.method.CompareAndSwap(m, nil) {
 		c.cut()
 		c.cuts.Add(1)
-		wctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		defer cancel()
-		for st := cc.GetState(); st == connectivity.Ready; st = cc.GetState() {
-			if !cc.WaitForStateChange(wctx, st) {
-				break
-			}
-		}
+		// The server sends no header before its first answer, and the
+		// client sent nothing yet: Header returns once the transport
+		// has closed the stream (or the call's deadline passes).
+		_, _ = s.Header()
 	}
 	return s, err
 }
@@ -265,4 +267,38 @@ func TestRefreshConnectionCut(t *testing.T) {
 		}
 		return err
 	}))
+}
+
+// Which errors say the store is unreachable: every transport failure
+// (gRPC's codes for them, the bare errors a dropped connection surfaces
+// as, network errors) and none of etcd's refusals.
+func TestUnreachableClassifies(t *testing.T) {
+	for name, tc := range map[string]struct {
+		err  error
+		want bool
+	}{
+		"bare EOF":               {io.EOF, true},
+		"wrapped EOF":            {fmt.Errorf("keepalive: %w", io.EOF), true},
+		"unexpected EOF":         {io.ErrUnexpectedEOF, true},
+		"connection reset":       {&net.OpError{Op: "read", Net: "tcp", Err: syscall.ECONNRESET}, true},
+		"connection refused":     {syscall.ECONNREFUSED, true},
+		"closed connection":      {net.ErrClosed, true},
+		"no endpoints":           {clientv3.ErrNoAvailableEndpoints, true},
+		"unavailable":            {status.Error(codes.Unavailable, "transport is closing"), true},
+		"broken stream":          {status.Error(codes.Internal, "stream terminated by RST_STREAM with error code: PROTOCOL_ERROR"), true},
+		"no leader":              {rpctypes.ErrNoLeader, true},
+		"grpc no leader":         {rpctypes.ErrGRPCNoLeader, true},
+		"deadline":               {context.DeadlineExceeded, true},
+		"too many requests":      {rpctypes.ErrTooManyRequests, true},
+		"lease not found":        {rpctypes.ErrLeaseNotFound, false},
+		"grpc lease not found":   {rpctypes.ErrGRPCLeaseNotFound, false},
+		"compacted":              {rpctypes.ErrCompacted, false},
+		"request too large":      {rpctypes.ErrGRPCRequestTooLarge, false},
+		"permission denied":      {rpctypes.ErrGRPCPermissionDenied, false},
+		"unknown server error":   {status.Error(codes.Unknown, "etcdserver: something"), false},
+		"corrupt value":          {ErrCorrupt, false},
+		"some other plain error": {errors.New("boom"), false},
+	} {
+		require.Equal(t, tc.want, unreachable(tc.err), "%s: %v", name, tc.err)
+	}
 }

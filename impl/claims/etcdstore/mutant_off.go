@@ -13,8 +13,9 @@ package etcdstore
 //     registration is read (linearizability/claimslin found it).
 //   - EOFNotUnavailable: a transport's error that is no gRPC status (the
 //     bare io.EOF etcd's client returns when a connection drops under a
-//     KeepAliveOnce) is not taken for the store being unreachable: Touch
-//     returns a plain error, and the store is not marked down.
+//     KeepAliveOnce), or gRPC's Internal status of a broken transport, is
+//     not taken for the store being unreachable: Touch returns a plain
+//     error, and the store is not marked down.
 //   - RefreshLossUnmarked: the keepalive that restarts a rewritten
 //     claim's idle expiry (after Quarantine, Resolve accepted, a deferred
 //     Close) fails for the store's being unreachable, and the store is
