@@ -515,9 +515,12 @@ func (s *Store) reregister(ctx context.Context, lease clientv3.LeaseID) error {
 // keep keeps the store's session alive between calls: when it ends, it
 // takes it up again (or starts a new one) as soon as etcd answers, so that
 // the holds and registrations on it outlive an outage the lease outlives
-// although no call comes. It ends at Shutdown.
+// although no call comes. Its tries are at most a quarter of the session
+// TTL apart: a new leader renews the lease for one TTL. It ends at
+// Shutdown.
 func (s *Store) keep() {
 	defer s.wg.Done()
+	maxBackoff := min(time.Second, time.Duration(s.sessTTL)*time.Second/4)
 	for {
 		s.mu.Lock()
 		sess := s.sess
@@ -547,7 +550,7 @@ func (s *Store) keep() {
 				return
 			case <-t.C:
 			}
-			backoff = min(2*backoff, time.Second)
+			backoff = min(2*backoff, maxBackoff)
 		}
 	}
 }
