@@ -268,8 +268,7 @@ func (c *Cluster) startAll(ctx context.Context, try int) error {
 	if err != nil {
 		for _, m := range ms {
 			if m.etcd != nil {
-				m.streams.cancelAll()
-				m.etcd.Close()
+				stopEtcd(m.etcd, m.streams) // not ready: raft first
 			}
 		}
 		return err
