@@ -293,3 +293,22 @@ func TestClientNoticesDeadConnection(t *testing.T) {
 		require.NoError(t, p.Close())
 	}
 }
+
+// Start whose context ends before its members are ready gives up: it
+// stops the members (which never got ready) and returns the context's
+// error, rather than hanging in etcd's Close.
+func TestStartGivesUp(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+	defer cancel()
+	var c *Cluster
+	err := within(t, 30*time.Second, "Start with an ending context", func() error {
+		var err error
+		c, err = Start(ctx, Config{Members: 3})
+		return err
+	})
+	if err == nil { // the machine was fast enough: nothing to check
+		require.NoError(t, c.Close())
+		t.Skip("the members were ready within 20 ms")
+	}
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+}
