@@ -208,7 +208,7 @@ func (o *opener) openCuttable(replica string, c *cutter) *handle {
 // A connection dropped during Touch's keepalive: etcd's client returns a
 // bare io.EOF, which is the store being unreachable: Touch returns a
 // *claims.UnavailableError, and the store is marked down (its event
-// streams owe a Reset).
+// stream sends a Reset).
 func TestTouchConnectionCut(t *testing.T) {
 	ctx := testContext(t, 30*time.Second)
 	o := newOpener(t, shared, time.Minute)
@@ -218,6 +218,8 @@ func TestTouchConnectionCut(t *testing.T) {
 	require.NoError(t, err)
 	cl, _, err := s.CreateOrGet(ctx, "k", to("w"))
 	require.NoError(t, err)
+	st := subscribe(t, s)
+	st.reset(5 * time.Second)
 	lost := s.lostSignal()
 
 	c.armOn("/etcdserverpb.Lease/LeaseKeepAlive")
@@ -232,6 +234,8 @@ func TestTouchConnectionCut(t *testing.T) {
 	default:
 		t.Fatal("the store was not marked down")
 	}
+	ev := st.reset(10 * time.Second)
+	t.Logf("the stream's Reset: %q", ev.Why)
 	// The client reconnects; the claim is there and Touch works.
 	require.NoError(t, eventually(10*time.Second, func() error { return s.Touch(ctx, "k", cl.Rev) }))
 }
