@@ -49,9 +49,10 @@
 // Unhold, ReplicaID 2; Close, Quarantine, Resolve 2, plus a KeepAliveOnce
 // when they rewrite the claim (a write restarts its idle expiry; when that
 // keepalive finds etcd unreachable, the write stands and the store is
-// marked down). Every verdict a call returns is judged from one read (one
-// range or transaction, at one revision); Resolve's "stale" from the read
-// of its fenced transaction's Else branch.
+// marked down). Every verdict a call returns is judged from one answer of
+// etcd (one range or transaction, at one revision, or one keepalive):
+// Resolve's "stale" from the read in its fenced transaction's Else branch,
+// never from two reads.
 //
 // The package does not import etcd's server: package embedded (tests,
 // examples) runs one in-process.
@@ -321,10 +322,9 @@ func (s *Store) fail(ctx context.Context, op string, err error) error {
 // unreachable reports whether err says etcd could not be reached or could
 // not serve (no leader, timeouts, overload, a connection that dropped or
 // broke), rather than refused a request. A gRPC status or etcd error is
-// judged by its code; anything else by whether it is a transport's error: etcd's
-// client returns a dropped connection's io.EOF (or io.ErrUnexpectedEOF)
-// bare from a stream (KeepAliveOnce), a network error, or no endpoint to
-// use.
+// judged by its code; anything else by whether it is a transport's error
+// (etcd's client returns a dropped connection's io.EOF bare from a
+// stream, KeepAliveOnce's), a network error, or no endpoint to use.
 func unreachable(err error) bool {
 	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
 		return true
