@@ -166,6 +166,7 @@ type Store struct {
 	sess   *concurrency.Session
 	held   map[string]map[string]struct{} // key → replicas holding it through this store
 	regs   map[string]registration        // worker → the registration this store wrote on its session lease
+	rereg  bool                           // the session's lease is new and regs are not all written on it yet
 	lost   chan struct{}                  // closed (and replaced) when a call finds the store unreachable
 }
 
@@ -433,11 +434,13 @@ func (s *Store) session(ctx context.Context) (*concurrency.Session, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := s.reregister(ctx, g.ID); err != nil {
-		sess.Orphan()
+	if _, err := s.install(sess, true); err != nil {
 		return nil, err
 	}
-	return s.install(sess, true)
+	if err := s.reregister(ctx); err != nil {
+		return nil, err // the keeper tries again
+	}
+	return sess, nil
 }
 
 func (s *Store) newSession(lease clientv3.LeaseID) (*concurrency.Session, error) {
@@ -463,31 +466,38 @@ func (s *Store) install(sess *concurrency.Session, fresh bool) (*concurrency.Ses
 	s.sess = sess
 	if fresh {
 		s.held = map[string]map[string]struct{}{}
+		s.rereg = true
 	}
 	s.mu.Unlock()
 	return sess, nil
 }
 
-// reregister writes again, on the new session lease, each registration
-// this store wrote that vanished with its old lease: a worker that
-// survived the store's outage is not dropped from membership. Each is
-// fenced by the worker having no registration (one written by another
-// store meanwhile stands, and this store forgets its own). The old one
-// ended (its lease expired: every replica saw the worker leave), so this
-// is a registration after the previous one ended, with a new generation
-// (claims.Member); an outage the lease outlived keeps the old one and its
-// generation instead (session).
-func (s *Store) reregister(ctx context.Context, lease clientv3.LeaseID) error {
-	if mutant("RegistrationsNotRewritten") {
-		s.mu.Lock()
-		clear(s.regs)
+// reregister writes again, on the session lease just started, each
+// registration this store wrote that vanished with its old lease: a
+// worker that survived the store's outage is not dropped from membership.
+// Each is fenced by the worker having no registration (one written by
+// another store meanwhile stands, and this store forgets its own). The
+// old one ended (its lease expired: every replica saw the worker leave),
+// so this is a registration after the previous one ended, with a new
+// generation (claims.Member); an outage the lease outlived keeps the old
+// one and its generation instead (session). It is done once per new
+// lease: a try that fails (or whose outcome is unknown) is tried again by
+// the session keeper, and a registration it finds already on the lease
+// is its own earlier try's.
+func (s *Store) reregister(ctx context.Context) error {
+	s.mu.Lock()
+	if !s.rereg || s.sess == nil {
 		s.mu.Unlock()
 		return nil
 	}
-	s.mu.Lock()
+	lease := s.sess.Lease()
 	regs := make(map[string]registration, len(s.regs))
 	for w, r := range s.regs {
 		regs[w] = r
+	}
+	if mutant("RegistrationsNotRewritten") {
+		clear(s.regs)
+		clear(regs)
 	}
 	s.mu.Unlock()
 	for w, r := range regs {
@@ -495,21 +505,42 @@ func (s *Store) reregister(ctx context.Context, lease clientv3.LeaseID) error {
 		tr, err := s.cli.Txn(ctx).
 			If(clientv3.Compare(clientv3.CreateRevision(key), "=", 0)).
 			Then(clientv3.OpPut(key, r.value, clientv3.WithLease(lease))).
+			Else(clientv3.OpGet(key)).
 			Commit()
 		if err != nil {
 			return err
 		}
+		gen := tr.Header.Revision
+		if !tr.Succeeded {
+			gen = 0
+			if kv := firstKV(tr.Responses[0].GetResponseRange().Kvs); kv != nil && kv.Lease == int64(lease) && string(kv.Value) == r.value {
+				gen = kv.ModRevision // this store's earlier try
+			}
+		}
 		s.mu.Lock()
 		if cur, ok := s.regs[w]; ok && cur == r {
-			if tr.Succeeded {
-				s.regs[w] = registration{value: r.value, gen: tr.Header.Revision}
+			if gen != 0 {
+				s.regs[w] = registration{value: r.value, gen: gen}
 			} else {
 				delete(s.regs, w)
 			}
 		}
 		s.mu.Unlock()
 	}
+	s.mu.Lock()
+	if s.sess != nil && s.sess.Lease() == lease {
+		s.rereg = false
+	}
+	s.mu.Unlock()
 	return nil
+}
+
+// reregPending reports whether the session's lease still owes the
+// registrations (reregister).
+func (s *Store) reregPending() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.rereg
 }
 
 // keep keeps the store's session alive between calls: when it ends, it
@@ -525,7 +556,7 @@ func (s *Store) keep() {
 		s.mu.Lock()
 		sess := s.sess
 		s.mu.Unlock()
-		if sess != nil {
+		if sess != nil && !s.reregPending() {
 			select {
 			case <-sess.Done():
 			case <-s.ctx.Done():
@@ -536,6 +567,9 @@ func (s *Store) keep() {
 		for {
 			octx, done := s.opContext(s.ctx)
 			_, err := s.session(octx)
+			if err == nil {
+				err = s.reregister(octx)
+			}
 			if err != nil {
 				_ = s.fail(octx, "session", err)
 			}

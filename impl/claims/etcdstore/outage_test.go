@@ -1,12 +1,16 @@
 package etcdstore
 
 import (
+	"context"
 	"fmt"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 	clientv3 "go.etcd.io/etcd/client/v3"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	"github.com/placementlab/placement/impl/claims"
 )
@@ -111,4 +115,85 @@ func TestSessionLostKeepsReplacedRegistration(t *testing.T) {
 	ms, _, err = a.Members(ctx)
 	require.NoError(t, err)
 	require.Len(t, ms, 1)
+}
+
+// lostReplyKV is a client's KV whose next transaction, once armed, is
+// committed and its reply lost (the caller gets an unavailable error).
+type lostReplyKV struct {
+	clientv3.KV
+	armed atomic.Bool
+}
+
+func (k *lostReplyKV) Txn(ctx context.Context) clientv3.Txn {
+	return &lostReplyTxn{Txn: k.KV.Txn(ctx), kv: k}
+}
+
+type lostReplyTxn struct {
+	clientv3.Txn
+	kv *lostReplyKV
+}
+
+func (t *lostReplyTxn) If(cs ...clientv3.Cmp) clientv3.Txn   { t.Txn = t.Txn.If(cs...); return t }
+func (t *lostReplyTxn) Then(ops ...clientv3.Op) clientv3.Txn { t.Txn = t.Txn.Then(ops...); return t }
+func (t *lostReplyTxn) Else(ops ...clientv3.Op) clientv3.Txn { t.Txn = t.Txn.Else(ops...); return t }
+
+func (t *lostReplyTxn) Commit() (*clientv3.TxnResponse, error) {
+	resp, err := t.Txn.Commit()
+	if err == nil && t.kv.armed.CompareAndSwap(true, false) {
+		return nil, status.Error(codes.Unavailable, "injected: the reply was lost")
+	}
+	return resp, err
+}
+
+// The registrations written again on a new session lease survive a try
+// whose reply was lost: the store tries again and recognizes its own
+// registration on the lease (rather than taking it for another store's
+// and forgetting it, or leaving the lease it wrote it on to expire).
+func TestReregisterReplyLost(t *testing.T) {
+	ctx := testContext(t, 30*time.Second)
+	const ttl = 2 * time.Second
+	o := newOpener(t, shared, time.Minute, WithSessionTTL(ttl))
+	kv := &lostReplyKV{}
+	a := o.openWrapped("a", func(cli *clientv3.Client) { kv.KV = cli.KV; cli.KV = kv })
+	m1, err := a.Register(ctx, "w", "1")
+	require.NoError(t, err)
+
+	kv.armed.Store(true)
+	_, err = shared.Client().Revoke(ctx, a.SessionLease())
+	require.NoError(t, err)
+	member := func() (claims.Member, error) {
+		ms, _, err := a.Members(ctx)
+		if err == nil && len(ms) != 1 {
+			err = fmt.Errorf("members %+v", ms)
+		}
+		if err != nil {
+			return claims.Member{}, err
+		}
+		return ms[0], nil
+	}
+	var m2 claims.Member
+	require.NoError(t, eventually(5*time.Second, func() (err error) { m2, err = member(); return err }))
+	require.False(t, kv.armed.Load(), "the reply of the write was lost")
+	require.Equal(t, "1", m2.Identity)
+	require.Greater(t, m2.Gen, m1.Gen)
+	// Longer than a session TTL later it is still there, on the store's
+	// session lease, and the store still owns it: a second lost lease
+	// writes it again.
+	time.Sleep(2 * ttl)
+	m, err := member()
+	require.NoError(t, err)
+	require.Equal(t, m2, m)
+	resp, err := shared.Client().Get(ctx, o.opts.Prefix+"workers/w")
+	require.NoError(t, err)
+	require.Len(t, resp.Kvs, 1)
+	require.Equal(t, int64(a.SessionLease()), resp.Kvs[0].Lease)
+	_, err = shared.Client().Revoke(ctx, a.SessionLease())
+	require.NoError(t, err)
+	require.NoError(t, eventually(5*time.Second, func() error {
+		m, err := member()
+		if err == nil && m.Gen <= m2.Gen {
+			err = fmt.Errorf("not written again yet: %+v", m)
+		}
+		return err
+	}))
 }
