@@ -5,10 +5,10 @@
 // restarted on the same data directories and ports, one or several at
 // once, also when the cluster lost its quorum or was stopped whole
 // (RestartMembers: every wait is bounded, and a restart that cannot serve
-// for want of a quorum says so, ErrNoQuorum, rather than waiting), and a
-// TCP proxy
-// (go.etcd.io/etcd/pkg/v3/proxy) can be put between a client and a member
-// to cut the client off.
+// for want of a quorum says so, ErrNoQuorum, rather than waiting). A TCP
+// proxy (go.etcd.io/etcd/pkg/v3/proxy) can be put between a client and a
+// member to cut the client off; a NewClient client notices a dead
+// connection within ClientReadIdleTimeout.
 //
 // It is test infrastructure: by default the members do not fsync
 // (Config.Fsync), which is unsafe for data that must survive a machine
