@@ -695,13 +695,15 @@ func TestCrashedReplicaVanishes(t *testing.T) {
 }
 
 // A session lost while the store lives on (its lease revoked, as an
-// expiry during a long partition would): the stream sends a Reset, and
-// later holds and registrations go to a new session.
+// expiry during a long partition would): the stream sends a Reset, the
+// registration the store wrote is written again on a new session (a new
+// generation: the old registration ended), and later holds and
+// registrations go to the new session.
 func TestSessionLost(t *testing.T) {
 	ctx := testContext(t, 30*time.Second)
 	o := newOpener(t, shared, time.Minute)
 	s := o.open("r")
-	_, err := s.Register(ctx, "w", "1")
+	m1, err := s.Register(ctx, "w", "1")
 	require.NoError(t, err)
 	st := subscribe(t, s)
 	st.reset(5 * time.Second)
@@ -710,9 +712,21 @@ func TestSessionLost(t *testing.T) {
 	require.NoError(t, err)
 	ev := st.reset(5 * time.Second)
 	require.Contains(t, ev.Why, "session")
-	ms, _, err := s.Members(ctx)
+	var ms []claims.Member
+	require.NoError(t, eventually(5*time.Second, func() error {
+		ms, _, err = s.Members(ctx)
+		if err == nil && len(ms) != 1 {
+			err = fmt.Errorf("members %+v", ms)
+		}
+		return err
+	}))
+	require.Equal(t, "1", ms[0].Identity, "the registration was written again")
+	require.Greater(t, ms[0].Gen, m1.Gen, "with a new generation")
+	resp, err := shared.Client().Get(ctx, o.opts.Prefix+"workers/w")
 	require.NoError(t, err)
-	require.Empty(t, ms, "the registration went with the session")
+	require.Len(t, resp.Kvs, 1)
+	require.Equal(t, int64(s.SessionLease()), resp.Kvs[0].Lease, "on the new session")
+	require.NotEqual(t, old, s.SessionLease())
 	m, err := s.Register(ctx, "w", "2")
 	require.NoError(t, err)
 	require.NotEqual(t, old, s.SessionLease())
@@ -720,7 +734,7 @@ func TestSessionLost(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, m.Gen, cl.Gen)
 	require.NoError(t, s.Hold(ctx, "k", cl.Rev, "r"))
-	resp, err := shared.Client().Get(ctx, s.holderKey("k", "r"))
+	resp, err = shared.Client().Get(ctx, s.holderKey("k", "r"))
 	require.NoError(t, err)
 	require.Len(t, resp.Kvs, 1)
 	require.Equal(t, int64(s.SessionLease()), resp.Kvs[0].Lease)

@@ -24,8 +24,20 @@
 // (its hold vanished with its session lease, without the Unhold that
 // deletes the claim) is deleted by the event streams (see Events).
 //
-// Errors: a store that cannot be reached (a connection down, no leader,
-// a deadline exceeded, the caller's included) is a
+// The session lease outlives outages it can: a session whose keepalives
+// went unanswered for its TTL (a quorum loss, a whole-cluster restart, a
+// cut connection) is taken up again on the same lease when etcd answers,
+// as long as the lease lives there (a new leader renews every lease), by
+// the store itself even when no call comes; holds and registrations on it
+// stay, and the workers keep their generations. Only a lease that did
+// expire (or was revoked) is replaced: the registrations the store wrote
+// and nobody replaced since are then written again on the new lease,
+// under new generations (the old registrations ended, and every replica
+// saw the workers leave).
+//
+// Errors: a store that cannot be reached (a connection down or dropped
+// mid-call, even when etcd's client reports it as a bare io.EOF, no
+// leader, a deadline exceeded, the caller's included) is a
 // *claims.UnavailableError, and every event stream of the Store then sends
 // a Reset once etcd answers again (a replica reconciles what it did
 // meanwhile after that Reset); a fence that does not hold is
@@ -35,7 +47,12 @@
 // claim and the workers' generations), of a new one 3 (and a Revoke when
 // it loses the race); Get, Hold, Register, Deregister, Members 1; Touch,
 // Unhold, ReplicaID 2; Close, Quarantine, Resolve 2, plus a KeepAliveOnce
-// when they rewrite the claim (a write restarts its idle expiry).
+// when they rewrite the claim (a write restarts its idle expiry; when that
+// keepalive finds etcd unreachable, the write stands and the store is
+// marked down). Every verdict a call returns is judged from one answer of
+// etcd (one range or transaction, at one revision, or one keepalive):
+// Resolve's "stale" from the read in its fenced transaction's Else branch,
+// never from two reads.
 //
 // The package does not import etcd's server: package embedded (tests,
 // examples) runs one in-process.
@@ -45,8 +62,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"net"
 	"net/url"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/placementlab/placement/impl/claims"
@@ -137,7 +157,7 @@ type Store struct {
 
 	ctx    context.Context // ends at Shutdown
 	cancel context.CancelFunc
-	wg     sync.WaitGroup // event streams
+	wg     sync.WaitGroup // event streams and the session keeper
 
 	sessMu sync.Mutex // serializes making a new session
 
@@ -145,6 +165,8 @@ type Store struct {
 	closed bool
 	sess   *concurrency.Session
 	held   map[string]map[string]struct{} // key → replicas holding it through this store
+	regs   map[string]registration        // worker → the registration this store wrote on its session lease
+	rereg  bool                           // the session's lease is new and regs are not all written on it yet
 	lost   chan struct{}                  // closed (and replaced) when a call finds the store unreachable
 }
 
@@ -206,6 +228,7 @@ func New(ctx context.Context, client *clientv3.Client, replica string, opts clai
 		kWorkers: opts.Prefix + "workers/",
 		kCounter: opts.Prefix + "replica-id",
 		held:     map[string]map[string]struct{}{},
+		regs:     map[string]registration{},
 		lost:     make(chan struct{}),
 	}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
@@ -216,6 +239,8 @@ func New(ctx context.Context, client *clientv3.Client, replica string, opts clai
 		s.cancel()
 		return nil, err
 	}
+	s.wg.Add(1)
+	go s.keep()
 	return s, nil
 }
 
@@ -296,7 +321,11 @@ func (s *Store) fail(ctx context.Context, op string, err error) error {
 }
 
 // unreachable reports whether err says etcd could not be reached or could
-// not serve (no leader, timeouts, overload), rather than refused a request.
+// not serve (no leader, timeouts, overload, a connection that dropped or
+// broke), rather than refused a request. A gRPC status or etcd error is
+// judged by its code; anything else by whether it is a transport's error
+// (etcd's client returns a dropped connection's io.EOF bare from a
+// stream, KeepAliveOnce's), a network error, or no endpoint to use.
 func unreachable(err error) bool {
 	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
 		return true
@@ -308,13 +337,33 @@ func unreachable(err error) bool {
 	} else if st, ok := status.FromError(err); ok {
 		code = st.Code()
 	} else {
-		return false
+		return transportError(err)
 	}
 	switch code {
 	case codes.Unavailable, codes.DeadlineExceeded, codes.ResourceExhausted, codes.Canceled, codes.Aborted:
 		return true
+	case codes.Internal:
+		// etcd's server never answers Internal: it is gRPC's, for a
+		// broken transport (a corrupted or cut HTTP/2 stream), which
+		// etcd's client retries as it retries Unavailable.
+		return !mutant("EOFNotUnavailable")
 	}
 	return false
+}
+
+// transportError reports whether err (not a gRPC status) is a transport's:
+// a connection that ended (io.EOF, io.ErrUnexpectedEOF, a closed pipe or
+// connection), a network error, or no endpoint to use.
+func transportError(err error) bool {
+	if mutant("EOFNotUnavailable") {
+		return false
+	}
+	var ne net.Error
+	return errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
+		errors.Is(err, io.ErrClosedPipe) || errors.Is(err, net.ErrClosed) ||
+		errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.ECONNREFUSED) ||
+		errors.Is(err, syscall.ECONNABORTED) || errors.Is(err, syscall.EPIPE) ||
+		errors.Is(err, clientv3.ErrNoAvailableEndpoints) || errors.As(err, &ne)
 }
 
 // markLost tells the event streams that a call found the store
@@ -332,9 +381,23 @@ func (s *Store) lostSignal() <-chan struct{} {
 	return s.lost
 }
 
-// session returns the store's live session, starting a new one when the
-// last one ended (its lease expired: the holds and registrations made in
-// it are gone).
+// registration is a worker's registration this store wrote: the value
+// and the generation (its revision).
+type registration struct {
+	value string
+	gen   int64
+}
+
+// session returns the store's live session. When the last one ended on
+// this side (its keepalives went unanswered for a TTL: no quorum, the
+// cluster restarting, the connection cut), its lease may still live in
+// etcd, which renews every lease when a leader is elected: the session is
+// taken up again on that lease, and the holds and registrations on it
+// stay as they are (the same generations). Only when the lease is gone
+// (it expired, or was revoked) is a new one granted: the holds made on
+// the old one are gone, and the registrations this store wrote and
+// nobody replaced since are written again on the new lease (see
+// reregister).
 func (s *Store) session(ctx context.Context) (*concurrency.Session, error) {
 	if sess := s.liveSession(); sess != nil {
 		return sess, nil
@@ -344,28 +407,205 @@ func (s *Store) session(ctx context.Context) (*concurrency.Session, error) {
 	if sess := s.liveSession(); sess != nil {
 		return sess, nil
 	}
+	s.mu.Lock()
+	closed, prev := s.closed, s.sess
+	s.mu.Unlock()
+	if closed {
+		return nil, claims.ErrClosed
+	}
+	if prev != nil && !mutant("SessionNotResumed") {
+		_, err := s.cli.KeepAliveOnce(ctx, prev.Lease())
+		if err == nil {
+			sess, err := s.newSession(prev.Lease())
+			if err != nil {
+				return nil, err
+			}
+			return s.install(sess, false)
+		}
+		if !errors.Is(err, rpctypes.ErrLeaseNotFound) {
+			return nil, err
+		}
+	}
 	g, err := s.cli.Grant(ctx, s.sessTTL)
 	if err != nil {
 		return nil, err
 	}
-	sess, err := concurrency.NewSession(s.cli, concurrency.WithLease(g.ID),
-		concurrency.WithContext(s.ctx), concurrency.WithTTL(int(s.sessTTL)))
+	sess, err := s.newSession(g.ID)
 	if err != nil {
 		return nil, err
 	}
+	if _, err := s.install(sess, true); err != nil {
+		return nil, err
+	}
+	if err := s.reregister(ctx); err != nil {
+		return nil, err // the keeper tries again
+	}
+	return sess, nil
+}
+
+func (s *Store) newSession(lease clientv3.LeaseID) (*concurrency.Session, error) {
+	return concurrency.NewSession(s.cli, concurrency.WithLease(lease),
+		concurrency.WithContext(s.ctx), concurrency.WithTTL(int(s.sessTTL)))
+}
+
+// install makes sess the store's session (fresh: on a new lease, which
+// holds nothing yet). After Shutdown it ends sess instead (revoking a
+// fresh lease nobody else knows) and fails with claims.ErrClosed.
+func (s *Store) install(sess *concurrency.Session, fresh bool) (*concurrency.Session, error) {
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
 		sess.Orphan()
-		rctx, cancel := context.WithTimeout(context.Background(), s.set.requestTimeout)
-		_, _ = s.cli.Revoke(rctx, g.ID)
-		cancel()
+		if fresh {
+			rctx, cancel := context.WithTimeout(context.Background(), s.set.requestTimeout)
+			_, _ = s.cli.Revoke(rctx, sess.Lease())
+			cancel()
+		}
 		return nil, claims.ErrClosed
 	}
 	s.sess = sess
-	s.held = map[string]map[string]struct{}{}
+	if fresh {
+		s.held = map[string]map[string]struct{}{}
+		s.rereg = true
+	}
 	s.mu.Unlock()
 	return sess, nil
+}
+
+// reregister writes again, on the session lease just started, each
+// registration this store wrote that vanished with its old lease: a
+// worker that survived the store's outage is not dropped from membership.
+// Each is fenced by the worker having no registration (one written by
+// another store meanwhile stands, and this store forgets its own). The
+// old one ended (its lease expired: every replica saw the worker leave),
+// so this is a registration after the previous one ended, with a new
+// generation (claims.Member); an outage the lease outlived keeps the old
+// one and its generation instead (session). It is done once per new
+// lease: a try that fails (or whose outcome is unknown) is tried again by
+// the session keeper, and a registration it finds already on the lease
+// is its own earlier try's.
+func (s *Store) reregister(ctx context.Context) error {
+	s.mu.Lock()
+	if !s.rereg || s.sess == nil {
+		s.mu.Unlock()
+		return nil
+	}
+	lease := s.sess.Lease()
+	regs := make(map[string]registration, len(s.regs))
+	for w, r := range s.regs {
+		regs[w] = r
+	}
+	if mutant("RegistrationsNotRewritten") {
+		clear(s.regs)
+		clear(regs)
+	}
+	s.mu.Unlock()
+	for w, r := range regs {
+		key := s.workerKey(w)
+		tr, err := s.cli.Txn(ctx).
+			If(clientv3.Compare(clientv3.CreateRevision(key), "=", 0)).
+			Then(clientv3.OpPut(key, r.value, clientv3.WithLease(lease))).
+			Else(clientv3.OpGet(key)).
+			Commit()
+		if err != nil {
+			return err
+		}
+		gen := tr.Header.Revision
+		if !tr.Succeeded {
+			gen = 0
+			if kv := firstKV(tr.Responses[0].GetResponseRange().Kvs); kv != nil && kv.Lease == int64(lease) && string(kv.Value) == r.value {
+				gen = kv.ModRevision // this store's earlier try
+			}
+		}
+		s.mu.Lock()
+		if cur, ok := s.regs[w]; ok && cur == r {
+			if gen != 0 {
+				s.regs[w] = registration{value: r.value, gen: gen}
+			} else {
+				delete(s.regs, w)
+			}
+		}
+		s.mu.Unlock()
+	}
+	s.mu.Lock()
+	if s.sess != nil && s.sess.Lease() == lease {
+		s.rereg = false
+	}
+	s.mu.Unlock()
+	return nil
+}
+
+// reregPending reports whether the session's lease still owes the
+// registrations (reregister).
+func (s *Store) reregPending() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.rereg
+}
+
+// keep keeps the store's session alive between calls: when it ends, it
+// takes it up again (or starts a new one) as soon as etcd answers, so that
+// the holds and registrations on it outlive an outage the lease outlives
+// although no call comes. Its tries are at most a quarter of the session
+// TTL apart: a new leader renews the lease for one TTL. It ends at
+// Shutdown.
+func (s *Store) keep() {
+	defer s.wg.Done()
+	maxBackoff := min(time.Second, time.Duration(s.sessTTL)*time.Second/4)
+	for {
+		s.mu.Lock()
+		sess := s.sess
+		s.mu.Unlock()
+		if sess != nil && !s.reregPending() {
+			select {
+			case <-sess.Done():
+			case <-s.ctx.Done():
+				return
+			}
+		}
+		backoff := 20 * time.Millisecond
+		for {
+			octx, done := s.opContext(s.ctx)
+			_, err := s.session(octx)
+			if err == nil {
+				err = s.reregister(octx)
+			}
+			if err != nil {
+				_ = s.fail(octx, "session", err)
+			}
+			done()
+			if err == nil {
+				break
+			}
+			t := time.NewTimer(backoff)
+			select {
+			case <-s.ctx.Done():
+				t.Stop()
+				return
+			case <-t.C:
+			}
+			backoff = min(2*backoff, maxBackoff)
+		}
+	}
+}
+
+// noteRegistration records the registration of worker this store wrote
+// (value, at revision gen) on its session lease.
+func (s *Store) noteRegistration(worker, value string, gen int64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.regs[worker] = registration{value: value, gen: gen}
+}
+
+// forgetRegistration forgets worker's registration by this store: it was
+// deregistered, or another registration replaced it (one written after
+// rev, when rev > 0).
+func (s *Store) forgetRegistration(worker string, after int64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if r, ok := s.regs[worker]; ok && (after == 0 || r.gen < after) {
+		delete(s.regs, worker)
+	}
 }
 
 func (s *Store) liveSession() *concurrency.Session {

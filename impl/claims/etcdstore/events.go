@@ -165,7 +165,12 @@ func (s *Store) watch(ctx context.Context, out chan<- claims.Event, q *queue, re
 				return why
 			}
 			for _, ev := range wr.Events {
-				q.push(claims.Event{Kind: claims.MembersChanged, Key: string(ev.Kv.Key[len(s.kWorkers):]), Rev: ev.Kv.ModRevision})
+				worker := string(ev.Kv.Key[len(s.kWorkers):])
+				if ev.Type == mvccpb.PUT {
+					// A later registration replaced this store's own.
+					s.forgetRegistration(worker, ev.Kv.ModRevision)
+				}
+				q.push(claims.Event{Kind: claims.MembersChanged, Key: worker, Rev: ev.Kv.ModRevision})
 			}
 		case <-sessDone:
 			return "store session lost"

@@ -303,10 +303,14 @@ func (s *Store) Close(ctx context.Context, key string, rev int64, replica string
 }
 
 // refresh restarts a rewritten claim's idle expiry (best effort: the
-// write stands either way).
+// write stands either way). A store found unreachable meanwhile is marked
+// down, as any call's failure marks it: its event streams owe a Reset.
 func (s *Store) refresh(ctx context.Context, lease int64) {
-	if lease != 0 {
-		_, _ = s.cli.KeepAliveOnce(ctx, clientv3.LeaseID(lease))
+	if lease == 0 {
+		return
+	}
+	if _, err := s.cli.KeepAliveOnce(ctx, clientv3.LeaseID(lease)); err != nil && unreachable(err) && !mutant("RefreshLossUnmarked") {
+		s.markLost()
 	}
 }
 
@@ -350,7 +354,13 @@ func (s *Store) Quarantine(ctx context.Context, key string, rev int64, attempt u
 	return c, nil
 }
 
-// Resolve implements claims.Store.
+// Resolve implements claims.Store: a read of the claim, then one
+// transaction If(ModRevision(claim) == seen, ModRevision(worker) == gen)
+// Then(write it Bound, or delete it) Else(read the claim and the
+// registration). Every verdict is judged from one read: a fence from the
+// claim read alone; staleness only from the Else branch's read, where
+// the claim is still the revision judged (and the registration is not
+// gen); when the Else branch finds another claim, it is judged again.
 func (s *Store) Resolve(ctx context.Context, key string, attempt uint64, gen int64, accepted bool) (claims.Claim, bool, error) {
 	const op = "resolve"
 	if err := claims.CheckResolve(key, gen); err != nil {
@@ -361,10 +371,76 @@ func (s *Store) Resolve(ctx context.Context, key string, attempt uint64, gen int
 		return claims.Claim{}, false, err
 	}
 	defer done()
+	if mutant("ResolveTwoReads") {
+		return s.resolveTwoReads(octx, key, attempt, gen, accepted)
+	}
+	ck := s.ClaimKey(key)
+	kv, c, lease, err := s.readClaim(octx, key)
+	if err != nil {
+		return claims.Claim{}, false, s.fail(octx, op, err)
+	}
+	for {
+		if kv == nil {
+			return claims.Claim{}, false, &claims.FencedError{Key: key, Attempt: attempt, Gen: gen}
+		}
+		if c.State != claims.Quarantined || c.Attempt != attempt || c.Gen != gen {
+			return claims.Claim{}, false, &claims.FencedError{Key: key, Attempt: attempt, Gen: gen, Current: c, Found: true}
+		}
+		wk := s.workerKey(c.Target.Worker)
+		var then []clientv3.Op
+		nc := c
+		if accepted {
+			nc.State = claims.Bound
+			nc.Attempt = 0
+			then = []clientv3.Op{clientv3.OpPut(ck, encodeClaim(nc, lease), clientv3.WithIgnoreLease())}
+		} else {
+			then = s.deleteClaim(key)
+		}
+		tr, err := s.cli.Txn(octx).
+			If(
+				clientv3.Compare(clientv3.ModRevision(ck), "=", kv.ModRevision),
+				clientv3.Compare(clientv3.ModRevision(wk), "=", c.Gen),
+			).
+			Then(then...).
+			Else(clientv3.OpGet(ck), clientv3.OpGet(wk, clientv3.WithKeysOnly())).
+			Commit()
+		if err != nil {
+			return claims.Claim{}, false, s.fail(octx, op, err)
+		}
+		if tr.Succeeded {
+			if !accepted {
+				s.untrackKey(key)
+				return claims.Claim{}, false, nil
+			}
+			nc.Rev = tr.Header.Revision
+			s.refresh(octx, lease)
+			return nc, true, nil
+		}
+		// One read of the claim and the registration, at one revision.
+		now := firstKV(tr.Responses[0].GetResponseRange().Kvs)
+		if now != nil && now.ModRevision == kv.ModRevision {
+			// The claim judged is current, and its worker re-registered
+			// or left: nothing settles a stale claim (CreateOrGet
+			// replaces it).
+			return claims.Claim{}, false, &claims.FencedError{Key: key, Attempt: attempt, Gen: gen, Current: c, Found: true, Stale: true}
+		}
+		// The claim changed since it was judged: judge the new one.
+		kv = now
+		if kv != nil {
+			if c, lease, err = decodeClaim(key, kv); err != nil {
+				return claims.Claim{}, false, err
+			}
+		}
+	}
+}
+
+// resolveTwoReads is the broken variant ResolveTwoReads (mutant_off.go):
+// the claim, then its worker's registration in a second read, and a
+// stale verdict with the claim of the first read.
+func (s *Store) resolveTwoReads(octx context.Context, key string, attempt uint64, gen int64, accepted bool) (claims.Claim, bool, error) {
+	const op = "resolve"
 	ck := s.ClaimKey(key)
 	for {
-		// The claim, then its worker's registration; the transaction
-		// below compares both to what was read.
 		kv, c, lease, err := s.readClaim(octx, key)
 		if err != nil {
 			return claims.Claim{}, false, s.fail(octx, op, err)
@@ -381,11 +457,6 @@ func (s *Store) Resolve(ctx context.Context, key string, attempt uint64, gen int
 			return claims.Claim{}, false, s.fail(octx, op, err)
 		}
 		if w := firstKV(wr.Kvs); w == nil || w.ModRevision != c.Gen {
-			// The worker re-registered or left: nothing settles a stale
-			// claim (CreateOrGet replaces it). Correct at the read of
-			// the registration whatever the claim is then: no
-			// registration has revision c.Gen again, so any claim of
-			// generation c.Gen is stale from then on.
 			return claims.Claim{}, false, &claims.FencedError{Key: key, Attempt: attempt, Gen: gen, Current: c, Found: true, Stale: true}
 		}
 		var then []clientv3.Op
@@ -393,7 +464,7 @@ func (s *Store) Resolve(ctx context.Context, key string, attempt uint64, gen int
 		if accepted {
 			nc.State = claims.Bound
 			nc.Attempt = 0
-			then = []clientv3.Op{clientv3.OpPut(s.ClaimKey(key), encodeClaim(nc, lease), clientv3.WithIgnoreLease())}
+			then = []clientv3.Op{clientv3.OpPut(ck, encodeClaim(nc, lease), clientv3.WithIgnoreLease())}
 		} else {
 			then = s.deleteClaim(key)
 		}
@@ -408,7 +479,7 @@ func (s *Store) Resolve(ctx context.Context, key string, attempt uint64, gen int
 			return claims.Claim{}, false, s.fail(octx, op, err)
 		}
 		if !tr.Succeeded {
-			continue // the claim or the registration changed since the read: judge again
+			continue
 		}
 		if !accepted {
 			s.untrackKey(key)
@@ -492,10 +563,14 @@ func (s *Store) Register(ctx context.Context, worker, identity string) (claims.M
 		if r.Succeeded {
 			// The same identity's registration: unchanged.
 			if kvs := r.Responses[0].GetResponseRange().GetKvs(); len(kvs) == 1 {
+				if kvs[0].Lease == int64(sess.Lease()) {
+					s.noteRegistration(worker, val, kvs[0].ModRevision)
+				}
 				return decodeWorker(worker, kvs[0])
 			}
 			return claims.Member{}, fmt.Errorf("%w: register %q: the compared registration was not read", ErrCorrupt, worker)
 		}
+		s.noteRegistration(worker, val, r.Header.Revision)
 		return claims.Member{Worker: worker, Identity: identity, Gen: r.Header.Revision}, nil
 	}
 }
@@ -511,6 +586,7 @@ func (s *Store) Deregister(ctx context.Context, worker string) error {
 		return err
 	}
 	defer done()
+	s.forgetRegistration(worker, 0)
 	if _, err := s.cli.Delete(octx, s.workerKey(worker)); err != nil {
 		return s.fail(octx, op, err)
 	}

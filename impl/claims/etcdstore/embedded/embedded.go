@@ -1,10 +1,14 @@
 // Package embedded runs a real etcd inside the test process, for the tests
 // and examples of impl/claims/etcdstore: one member or a cluster of several
 // (three, typically) on loopback ports, each with its own data directory,
-// with fast elections and quiet logs. A member can be stopped and
-// restarted on the same data directory and ports, and a TCP proxy
-// (go.etcd.io/etcd/pkg/v3/proxy) can be put between a client and a member
-// to cut the client off.
+// with fast elections and quiet logs. Members can be stopped and
+// restarted on the same data directories and ports, one or several at
+// once, also when the cluster lost its quorum or was stopped whole
+// (RestartMembers: every wait is bounded, and a restart that cannot serve
+// for want of a quorum says so, ErrNoQuorum, rather than waiting). A TCP
+// proxy (go.etcd.io/etcd/pkg/v3/proxy) can be put between a client and a
+// member to cut the client off; a NewClient client notices a dead
+// connection within ClientReadIdleTimeout.
 //
 // It is test infrastructure: by default the members do not fsync
 // (Config.Fsync), which is unsafe for data that must survive a machine
@@ -46,6 +50,20 @@ const DefaultElectionMs = 100
 // MaxMembers is the largest cluster Start runs.
 const MaxMembers = 7
 
+// ServerPingInterval is how often a member pings a client connection it
+// has read nothing on for that long (gRPC's server keepalive, whose
+// minimum it is), so that a live connection never stays silent longer.
+const ServerPingInterval = time.Second
+
+// ClientReadIdleTimeout is how long a connection of a NewClient client
+// may go without a byte from its member before the client drops it (and
+// reconnects): a member pings every ServerPingInterval, so a silent
+// connection is a dead one (a cut, a blackhole, a member frozen). gRPC's
+// own client keepalive cannot notice sooner than in 10 s plus its
+// timeout, its minimum interval, and not at all on a connection with no
+// stream open.
+const ClientReadIdleTimeout = 3 * time.Second
+
 var (
 	// ErrInvalidConfig: a Config Start cannot run.
 	ErrInvalidConfig = errors.New("embedded: invalid config")
@@ -57,7 +75,18 @@ var (
 	ErrMemberStopped = errors.New("embedded: member is stopped")
 	// ErrClosed: the cluster was closed.
 	ErrClosed = errors.New("embedded: cluster closed")
+	// ErrNoQuorum: members were restarted, but the members running are
+	// not a quorum, so none of them can serve yet (they are left running:
+	// they serve once enough members run).
+	ErrNoQuorum = errors.New("embedded: members running are not a quorum")
+	// ErrNotServing: restarted members did not serve clients before the
+	// context ended (they were stopped again).
+	ErrNotServing = errors.New("embedded: members do not serve")
 )
+
+// DefaultRestartTimeout bounds RestartMember and RestartMembers when their
+// context has no earlier deadline.
+const DefaultRestartTimeout = time.Minute
 
 // Config is what Start runs.
 type Config struct {
@@ -239,8 +268,7 @@ func (c *Cluster) startAll(ctx context.Context, try int) error {
 	if err != nil {
 		for _, m := range ms {
 			if m.etcd != nil {
-				m.streams.cancelAll()
-				m.etcd.Close()
+				stopEtcd(m.etcd, m.streams) // not ready: raft first
 			}
 		}
 		return err
@@ -266,9 +294,14 @@ func (c *Cluster) startMember(m *member, initialCluster string) (*embed.Etcd, *s
 	cfg.TickMs = c.cfg.TickMs
 	cfg.ElectionMs = c.cfg.ElectionMs
 	cfg.UnsafeNoFsync = !c.cfg.Fsync
-	// Clients ping every second (NewClient); etcd's default minimum of 5 s
-	// would make it close their connections for pinging too often.
+	// Clients ping every 10 s (NewClient; gRPC's minimum); etcd's default
+	// minimum of 5 s would do, a lower one costs nothing.
 	cfg.GRPCKeepAliveMinTime = 500 * time.Millisecond
+	// The member pings its idle clients, so that a NewClient client
+	// notices a dead connection by its silence (ClientReadIdleTimeout).
+	// (A client that does not answer a ping is dropped after etcd's
+	// default 20 s: through a Proxy, that drop would reach the client.)
+	cfg.GRPCKeepAliveInterval = ServerPingInterval
 	cfg.EnableGRPCGateway = false // no HTTP JSON gateway (and its client of the member)
 	cfg.Logger = "zap"
 	cfg.ZapLoggerBuilder = embed.NewZapLoggerBuilder(c.lg.Named(m.name))
@@ -327,28 +360,88 @@ func (c *Cluster) Endpoint(i int) (string, error) {
 func (c *Cluster) Client() *clientv3.Client { return c.client }
 
 // NewClient returns a new client of the given endpoints (every member's
-// when none): quiet logs, a 2 s dial timeout, keepalive pings every second
-// (a dead connection is noticed within about 2 s) and reconnects backing
-// off at most 1 s. The caller closes it.
+// when none, or a Proxy's): quiet logs, a 2 s dial timeout, reconnects
+// backing off at most 1 s, and a dead connection noticed (dropped, and
+// the client reconnects) once it has been silent for
+// ClientReadIdleTimeout (3 s; the members ping every second), whether or
+// not a call is in flight on it. The caller closes it.
 func (c *Cluster) NewClient(endpoints ...string) (*clientv3.Client, error) {
 	if len(endpoints) == 0 {
 		endpoints = c.Endpoints()
 	}
 	cli, err := clientv3.New(clientv3.Config{
-		Endpoints:            endpoints,
-		DialTimeout:          2 * time.Second,
-		DialKeepAliveTime:    time.Second,
+		Endpoints:   endpoints,
+		DialTimeout: 2 * time.Second,
+		// gRPC raises a client keepalive interval to 10 s; the read idle
+		// timeout notices a dead connection sooner.
+		DialKeepAliveTime:    10 * time.Second,
 		DialKeepAliveTimeout: time.Second,
 		Logger:               zap.NewNop(),
-		DialOptions: []grpc.DialOption{grpc.WithConnectParams(grpc.ConnectParams{
-			Backoff:           backoff.Config{BaseDelay: 50 * time.Millisecond, Multiplier: 1.6, Jitter: 0.2, MaxDelay: time.Second},
-			MinConnectTimeout: time.Second,
-		})},
+		DialOptions: []grpc.DialOption{
+			grpc.WithConnectParams(grpc.ConnectParams{
+				Backoff:           backoff.Config{BaseDelay: 50 * time.Millisecond, Multiplier: 1.6, Jitter: 0.2, MaxDelay: time.Second},
+				MinConnectTimeout: time.Second,
+			}),
+			grpc.WithContextDialer(dialIdle),
+		},
 	})
 	if err != nil {
 		return nil, fmt.Errorf("embedded: client: %w", err)
 	}
 	return cli, nil
+}
+
+// dialIdle dials addr (host:port) over TCP, as etcd's client would, and
+// bounds each read of the connection by ClientReadIdleTimeout.
+func dialIdle(ctx context.Context, addr string) (net.Conn, error) {
+	if mutant("NoReadIdleTimeout") {
+		var d net.Dialer
+		return d.DialContext(ctx, "tcp", addr)
+	}
+	var d net.Dialer
+	conn, err := d.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return nil, err
+	}
+	return &idleConn{Conn: conn, idle: ClientReadIdleTimeout}, nil
+}
+
+// idleConn is a connection whose every Read fails once nothing has come
+// for idle (or at a read deadline set on it, if earlier): gRPC then drops
+// the connection and reconnects.
+type idleConn struct {
+	net.Conn
+	idle time.Duration
+
+	mu       sync.Mutex
+	deadline time.Time // set by SetDeadline or SetReadDeadline
+}
+
+func (c *idleConn) Read(b []byte) (int, error) {
+	d := time.Now().Add(c.idle)
+	c.mu.Lock()
+	if !c.deadline.IsZero() && c.deadline.Before(d) {
+		d = c.deadline
+	}
+	c.mu.Unlock()
+	if err := c.Conn.SetReadDeadline(d); err != nil {
+		return 0, err
+	}
+	return c.Conn.Read(b)
+}
+
+func (c *idleConn) SetReadDeadline(t time.Time) error {
+	c.mu.Lock()
+	c.deadline = t
+	c.mu.Unlock()
+	return c.Conn.SetReadDeadline(t)
+}
+
+func (c *idleConn) SetDeadline(t time.Time) error {
+	c.mu.Lock()
+	c.deadline = t
+	c.mu.Unlock()
+	return c.Conn.SetDeadline(t)
 }
 
 func (c *Cluster) memberLocked(i int) (*member, error) {
@@ -371,7 +464,8 @@ func (c *Cluster) Running(i int) bool {
 
 // StopMember stops member i (its data directory stays). Its clients'
 // streams (watches, lease keepalives) are cut at once rather than drained.
-// Stopping a stopped member does nothing.
+// Stopping a stopped member does nothing. A member that does not serve yet
+// (restarted without a quorum) is stopped too.
 func (c *Cluster) StopMember(i int) error {
 	c.opMu.Lock()
 	defer c.opMu.Unlock()
@@ -385,25 +479,66 @@ func (c *Cluster) StopMember(i int) error {
 	m.etcd = nil
 	c.mu.Unlock()
 	if e != nil {
-		streams.cancelAll()
-		e.Close()
+		stopEtcd(e, streams)
 	}
 	return nil
 }
 
+// stopEtcd stops a member: gracefully when it serves; when it does not
+// (it waits for a quorum), raft first, since etcd's Close waits for the
+// client servers, which start only once the member is ready.
+func stopEtcd(e *embed.Etcd, streams *streamCanceler) {
+	streams.cancelAll()
+	select {
+	case <-e.Server.ReadyNotify():
+	default:
+		e.Server.HardStop()
+	}
+	e.Close()
+}
+
 // RestartMember starts stopped member i again on its data directory and
-// ports, and returns once it serves clients (or ctx ends: the member is
-// then stopped again).
+// ports: RestartMembers(ctx, i).
 func (c *Cluster) RestartMember(ctx context.Context, i int) error {
+	return c.RestartMembers(ctx, i)
+}
+
+// RestartMembers starts the stopped members is again, each on its data
+// directory and ports, all at once (a cluster that lost its quorum, or
+// was stopped whole, needs several members up before any can serve). When
+// the members then running are a quorum, it returns once every running
+// member serves clients; when the context ends first (bounded by
+// DefaultRestartTimeout) it stops the members it started again and
+// returns an error satisfying errors.Is(err, ErrNotServing) and the
+// context's error. When they are not a quorum, it returns ErrNoQuorum at
+// once and leaves the members it started running: they serve once enough
+// members run (restart more). Nothing is started when an index is out of
+// range or names a running member (ErrNoMember, ErrMemberRunning).
+func (c *Cluster) RestartMembers(ctx context.Context, is ...int) error {
 	if ctx == nil {
 		return fmt.Errorf("%w: nil context", ErrInvalidConfig)
 	}
+	ctx, cancel := context.WithTimeout(ctx, DefaultRestartTimeout)
+	defer cancel()
 	c.opMu.Lock()
 	defer c.opMu.Unlock()
 	c.mu.Lock()
-	m, err := c.memberLocked(i)
-	if err == nil && m.etcd != nil {
-		err = fmt.Errorf("%w: %s", ErrMemberRunning, m.name)
+	var ms []*member
+	var err error
+	seen := map[int]bool{}
+	for _, i := range is {
+		var m *member
+		if m, err = c.memberLocked(i); err != nil {
+			break
+		}
+		if m.etcd != nil {
+			err = fmt.Errorf("%w: %s", ErrMemberRunning, m.name)
+			break
+		}
+		if !seen[i] {
+			seen[i] = true
+			ms = append(ms, m)
+		}
 	}
 	var initial []string
 	for _, o := range c.members {
@@ -413,38 +548,77 @@ func (c *Cluster) RestartMember(ctx context.Context, i int) error {
 	if err != nil {
 		return err
 	}
-	// The member's ports were just released; a restart right after a stop
-	// may find one still held for a moment.
-	var e *embed.Etcd
-	var streams *streamCanceler
+	type started struct {
+		m       *member
+		e       *embed.Etcd
+		streams *streamCanceler
+	}
+	var run []started
+	stopAll := func() {
+		for _, r := range run {
+			stopEtcd(r.e, r.streams)
+		}
+	}
+	for _, m := range ms {
+		e, streams, err := c.startAgain(ctx, m, strings.Join(initial, ","))
+		if err != nil {
+			stopAll()
+			return err
+		}
+		run = append(run, started{m, e, streams})
+	}
+	c.mu.Lock()
+	for _, r := range run {
+		r.m.etcd, r.m.streams = r.e, r.streams
+	}
+	running := 0
+	var wait []*embed.Etcd
+	var idx []int
+	for i, m := range c.members {
+		if m.etcd != nil {
+			running++
+			wait = append(wait, m.etcd)
+			idx = append(idx, i)
+		}
+	}
+	c.mu.Unlock()
+	if running < len(c.members)/2+1 {
+		return fmt.Errorf("%w: %d of %d run", ErrNoQuorum, running, len(c.members))
+	}
+	for k, e := range wait {
+		err := waitReady(ctx, e)
+		if err == nil {
+			err = c.waitServing(ctx, idx[k])
+		}
+		if err != nil {
+			c.mu.Lock()
+			for _, r := range run {
+				r.m.etcd = nil
+			}
+			c.mu.Unlock()
+			stopAll()
+			return fmt.Errorf("%w: %w", ErrNotServing, err)
+		}
+	}
+	return nil
+}
+
+// startAgain starts stopped member m (not waiting until it is ready). The
+// member's ports were just released; a restart right after a stop may
+// find one still held for a moment.
+func (c *Cluster) startAgain(ctx context.Context, m *member, initial string) (*embed.Etcd, *streamCanceler, error) {
 	deadline := time.Now().Add(5 * time.Second)
 	for {
-		e, streams, err = c.startMember(m, strings.Join(initial, ","))
+		e, streams, err := c.startMember(m, initial)
 		if err == nil || !isAddrInUse(err) || time.Now().After(deadline) {
-			break
+			return e, streams, err
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("embedded: restart member %s: %w", m.name, ctx.Err())
+			return nil, nil, fmt.Errorf("embedded: restart member %s: %w", m.name, ctx.Err())
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
-	if err != nil {
-		return err
-	}
-	err = waitReady(ctx, e)
-	if err == nil {
-		err = c.waitServing(ctx, i)
-	}
-	if err != nil {
-		streams.cancelAll()
-		e.Close()
-		return err
-	}
-	c.mu.Lock()
-	m.etcd, m.streams = e, streams
-	c.mu.Unlock()
-	return nil
 }
 
 // Compact compacts the cluster's key-value history up to rev (through

@@ -11,6 +11,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 	clientv3 "go.etcd.io/etcd/client/v3"
+	"google.golang.org/grpc/connectivity"
 )
 
 func testContext(t *testing.T, d time.Duration) context.Context {
@@ -164,4 +165,150 @@ func TestProxyCutsClientOff(t *testing.T) {
 	t.Logf("client answered %v after the proxy healed", time.Since(healed))
 	require.NoError(t, cli.Close())
 	require.NoError(t, p.Close())
+}
+
+// within runs f and returns its error, failing the test if f has not
+// returned within d (it is left running: the test fails rather than
+// hangs).
+func within(t *testing.T, d time.Duration, what string, f func() error) error {
+	t.Helper()
+	done := make(chan error, 1)
+	go func() { done <- f() }()
+	select {
+	case err := <-done:
+		return err
+	case <-time.After(d):
+		t.Fatalf("%s did not return within %v", what, d)
+		return nil
+	}
+}
+
+// A three-member cluster stopped whole restarts from its data
+// directories: a member restarted alone returns ErrNoQuorum at once
+// (left running, it cannot serve yet), can be stopped again, and the
+// members restarted together serve, with the data intact. Two of three
+// stopped (a quorum loss) restart together as well.
+func TestRestartWithoutQuorum(t *testing.T) {
+	ctx := testContext(t, 3*time.Minute)
+	c, err := Start(ctx, Config{Members: 3})
+	require.NoError(t, err)
+	defer c.Close()
+	_, err = c.Client().Put(ctx, "k", "v")
+	require.NoError(t, err)
+	for i := range 3 {
+		require.NoError(t, c.StopMember(i))
+	}
+	start := time.Now()
+	err = within(t, 20*time.Second, "RestartMember without a quorum", func() error { return c.RestartMember(ctx, 0) })
+	require.ErrorIs(t, err, ErrNoQuorum)
+	require.True(t, c.Running(0))
+	t.Logf("member 0 restarted alone: %v after %v", err, time.Since(start))
+	require.NoError(t, within(t, 20*time.Second, "StopMember of a member waiting for a quorum", func() error { return c.StopMember(0) }))
+	require.False(t, c.Running(0))
+
+	start = time.Now()
+	require.NoError(t, within(t, 60*time.Second, "RestartMembers", func() error { return c.RestartMembers(ctx, 0, 1, 2) }))
+	t.Logf("three members restarted from their data directories in %v", time.Since(start))
+	get := func(ep string) {
+		t.Helper()
+		cli, err := c.NewClient(ep)
+		require.NoError(t, err)
+		defer cli.Close()
+		gctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+		resp, err := cli.Get(gctx, "k")
+		require.NoError(t, err)
+		require.Len(t, resp.Kvs, 1)
+		require.Equal(t, "v", string(resp.Kvs[0].Value))
+		_, err = cli.Put(gctx, "k2", ep)
+		require.NoError(t, err)
+	}
+	for _, ep := range c.Endpoints() {
+		get(ep)
+	}
+
+	// A quorum loss: two of three stopped; restarted one at a time, the
+	// first returns once a quorum serves.
+	require.NoError(t, c.StopMember(1))
+	require.NoError(t, c.StopMember(2))
+	require.NoError(t, within(t, 60*time.Second, "RestartMember regaining the quorum", func() error { return c.RestartMember(ctx, 2) }))
+	require.NoError(t, within(t, 60*time.Second, "RestartMember", func() error { return c.RestartMember(ctx, 1) }))
+	for _, ep := range c.Endpoints() {
+		get(ep)
+	}
+	require.ErrorIs(t, c.RestartMembers(ctx, 0), ErrMemberRunning)
+	require.ErrorIs(t, c.RestartMembers(ctx, 3), ErrNoMember)
+}
+
+// A client notices a dead connection (a blackholing proxy: no byte comes
+// back, no error either) within ClientReadIdleTimeout, with and without a
+// stream open on it, and drops it; a live connection left idle is not
+// dropped (the member's pings keep it talking). The bound allows 5 s of
+// slack for a loaded machine; gRPC's keepalive alone took about 11 s
+// with a stream open and never noticed an idle connection.
+func TestClientNoticesDeadConnection(t *testing.T) {
+	ctx := testContext(t, 2*time.Minute)
+	c, err := Start(ctx, Config{})
+	require.NoError(t, err)
+	defer c.Close()
+	const bound = ClientReadIdleTimeout + 5*time.Second
+
+	// A live, idle connection stays up.
+	cli, err := c.NewClient()
+	require.NoError(t, err)
+	_, err = cli.Put(ctx, "k", "v")
+	require.NoError(t, err)
+	cc := cli.ActiveConnection()
+	require.Equal(t, connectivity.Ready, cc.GetState())
+	wctx, cancel := context.WithTimeout(ctx, 3*ClientReadIdleTimeout)
+	changed := cc.WaitForStateChange(wctx, connectivity.Ready)
+	cancel()
+	require.False(t, changed, "a live idle connection was dropped: %v", cc.GetState())
+	require.NoError(t, cli.Close())
+
+	for _, stream := range []bool{false, true} {
+		p, err := c.Proxy(0)
+		require.NoError(t, err)
+		cli, err := c.NewClient(p.Endpoint())
+		require.NoError(t, err)
+		_, err = cli.Put(ctx, "k", "v")
+		require.NoError(t, err)
+		wctx, wcancel := context.WithCancel(ctx)
+		if stream {
+			_ = cli.Watch(wctx, "k")
+		}
+		cc := cli.ActiveConnection()
+		require.Equal(t, connectivity.Ready, cc.GetState())
+		p.BlackholeTx()
+		p.BlackholeRx()
+		start := time.Now()
+		nctx, ncancel := context.WithTimeout(ctx, bound)
+		changed := cc.WaitForStateChange(nctx, connectivity.Ready)
+		ncancel()
+		took := time.Since(start)
+		require.True(t, changed, "stream %v: the dead connection was not noticed within %v", stream, bound)
+		t.Logf("stream %v: the dead connection was noticed in %v (%v)", stream, took, cc.GetState())
+		wcancel()
+		require.NoError(t, cli.Close())
+		require.NoError(t, p.Close())
+	}
+}
+
+// Start whose context ends before its members are ready gives up: it
+// stops the members (which never got ready) and returns the context's
+// error, rather than hanging in etcd's Close.
+func TestStartGivesUp(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+	defer cancel()
+	var c *Cluster
+	err := within(t, 30*time.Second, "Start with an ending context", func() error {
+		var err error
+		c, err = Start(ctx, Config{Members: 3})
+		return err
+	})
+	if err == nil { // the machine was fast enough: nothing to check
+		require.NoError(t, c.Close())
+		t.Skip("the members were ready within 20 ms")
+	}
+	require.ErrorIs(t, err, context.DeadlineExceeded)
 }

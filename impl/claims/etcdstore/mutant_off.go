@@ -1,0 +1,33 @@
+//go:build !placement_mutants
+
+package etcdstore
+
+// mutant reports whether the named deliberately broken variant is active.
+// In the production build it is constant false and the compiler removes the
+// broken branches; `-tags placement_mutants` builds the bug zoo (see
+// mutant_on.go). The variants:
+//
+//   - ResolveTwoReads: Resolve reads the claim, then its worker's
+//     registration in a second read, and answers "stale" with the claim
+//     of the first read, which may no longer be current when the
+//     registration is read (linearizability/claimslin found it).
+//   - EOFNotUnavailable: a transport's error that is no gRPC status (the
+//     bare io.EOF etcd's client returns when a connection drops under a
+//     KeepAliveOnce), or gRPC's Internal status of a broken transport, is
+//     not taken for the store being unreachable: Touch returns a plain
+//     error, and the store is not marked down.
+//   - RefreshLossUnmarked: the keepalive that restarts a rewritten
+//     claim's idle expiry (after Quarantine, Resolve accepted, a deferred
+//     Close) fails for the store's being unreachable, and the store is
+//     not marked down (no event stream is told to reset).
+//   - SessionNotResumed: a session that ended on this side (its
+//     keepalives unanswered for a TTL, as in a quorum loss) is replaced by
+//     a new lease although the old one lives on in etcd: the holds and
+//     registrations on the old one expire a TTL after the heal, and
+//     every worker registered through the store is fenced.
+//   - RegistrationsNotRewritten: a new session lease (the old one
+//     expired) does not carry the registrations the store wrote: the
+//     workers drop out of membership although they survived the outage.
+//
+// mutant_test.go checks that each of them fails a test of the package.
+func mutant(string) bool { return false }
