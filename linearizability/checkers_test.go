@@ -74,8 +74,10 @@ func TestSteps_ReleaseWindow(t *testing.T) {
 	for _, n := range step(release, Output{Kind: OutOK}) {
 		deadlines = append(deadlines, n.Table[0].Deadline)
 	}
-	if len(deadlines) != 3 || deadlines[0] != 3 || deadlines[2] != 5 {
-		t.Fatalf("deadlines %v, want [3 4 5] (clock 1..3 plus TTL 2)", deadlines)
+	// Clock 1..3 plus TTL 2; 3 has passed at now 3, which the model keeps
+	// as "passed" (forgetPassed).
+	if len(deadlines) != 3 || deadlines[0] != passed || deadlines[1] != 4 || deadlines[2] != 5 {
+		t.Fatalf("deadlines %v, want [%d 4 5] (clock 1..3 plus TTL 2)", deadlines, passed)
 	}
 	if n := st.Steps(s, Input{Op: OpRelease}, Output{Kind: OutOK}); len(n) != 1 || n[0].Table[0].Deadline != 5 {
 		t.Fatalf("a Release without a window: %d states", len(n))
@@ -150,5 +152,92 @@ func TestSteps_StaleHandlesChangeNothing(t *testing.T) {
 	}
 	if b, _ := json.Marshal(Input{Op: OpRelease}); strings.Contains(string(b), "stale") {
 		t.Fatalf("a fresh handle saved with a reason: %s", b)
+	}
+}
+
+// stepSet steps every state of states by in -> out, as Porcupine's
+// power-set construction does: the states that may follow (none: refused).
+func stepSet(st *Stepper, states []model.State, in Input, out Output) []model.State {
+	var next []model.State
+	seen := map[string]bool{}
+	for _, s := range states {
+		for _, n := range st.Steps(s, in, out) {
+			if k := n.Key(); !seen[k] {
+				seen[k] = true
+				next = append(next, n)
+			}
+		}
+	}
+	return next
+}
+
+// The spec's ReservationTimeout, DispatchTimeout and QuarantineExpire are
+// actions of their own, which may fire any time after they are due: the
+// Porcupine model lets each be fired or not yet at every later step, and no
+// more. A due reservation still holds its place and may be cancelled, but
+// never dispatched; a due dispatch may still commit or roll back; a due
+// quarantine may still read as quarantined; once an operation has seen a
+// timeout fire, it has fired for every later one; nothing fires early.
+func TestSteps_TimeoutsMayFireLate(t *testing.T) {
+	st, err := NewStepper(Shape{Clients: 2, Keys: 2, Targets: 1, Capacity: 1, TTL: 2, ReserveTimeout: 1, DispatchTimeout: 1, QuarantineTTL: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	type op struct {
+		in  Input
+		out Output
+	}
+	q := func(k int, state string) op { return op{Input{Op: OpQuery, Key: k}, Output{Kind: OutOK, State: state}} }
+	qd := func(k int, state string) op { // a key dispatching or quarantined under attempt 1
+		return op{Input{Op: OpQuery, Key: k}, Output{Kind: OutOK, State: state, Gen: 1, Attempt: 1}}
+	}
+	reserve := func(r, k int) op { return op{Input{Op: OpTryAcquire, Client: r, Key: k}, Output{Kind: OutReserved}} }
+	refused := func(r, k int) op { return op{Input{Op: OpTryAcquire, Client: r, Key: k}, Output{Kind: OutCapacity}} }
+	dispatch := op{Input{Op: OpBeginDispatch, Gen: 1}, Output{Kind: OutDispatched, Attempt: 1, Gen: 1}}
+	lost := op{Input{Op: OpBeginDispatch, Gen: 1}, Output{Kind: OutLost}}
+	tick := op{Input{Op: OpAdvance, By: 1, Lazy: true}, Output{Kind: OutOK}}
+	advance := op{Input{Op: OpAdvance, By: 1}, Output{Kind: OutOK}}
+	commit := op{Input{Op: OpComplete, Outcome: int(model.Accepted)}, Output{Kind: OutCommitted, Gen: 1, Attempt: 1}}
+	notAccepted := op{Input{Op: OpComplete, Outcome: int(model.DefinitelyNotAccepted)}, Output{Kind: OutOK}}
+	ambiguous := op{Input{Op: OpComplete, Outcome: int(model.Ambiguous)}, Output{Kind: OutOK}}
+	cases := []struct {
+		name  string
+		ops   []op
+		legal bool
+	}{
+		{"a due reservation holds its place", []op{reserve(0, 0), tick, refused(1, 1)}, true},
+		{"a due reservation may have timed out", []op{reserve(0, 0), tick, reserve(1, 1), q(0, "Absent")}, true},
+		{"a due reservation may be cancelled", []op{reserve(0, 0), tick, {Input{Op: OpCancel}, Output{Kind: OutOK}}}, true},
+		{"a due reservation may be lost", []op{reserve(0, 0), tick, lost}, true},
+		{"a due reservation is never dispatched", []op{reserve(0, 0), tick, dispatch}, false},
+		{"a due reservation reads as reserved, then absent", []op{reserve(0, 0), tick, tick, q(0, "Reserved"), q(0, "Absent")}, true},
+		{"a fired timeout stays fired", []op{reserve(0, 0), tick, q(0, "Absent"), q(0, "Reserved")}, false},
+		{"a fired timeout frees the place for good", []op{reserve(0, 0), tick, reserve(1, 1), refused(1, 1)}, false},
+		{"a sweeping Advance need not have swept yet", []op{reserve(0, 0), advance, q(0, "Reserved")}, true},
+		{"nothing times out early", []op{reserve(0, 0), q(0, "Absent")}, false},
+		{"nothing times out early, full table", []op{reserve(0, 0), reserve(1, 1)}, false},
+		{"a due dispatch may still commit", []op{reserve(0, 0), dispatch, tick, qd(0, "Dispatching"), commit}, true},
+		{"a due dispatch may still roll back", []op{reserve(0, 0), dispatch, tick, notAccepted, q(0, "Reserved")}, true},
+		{"a due dispatch may have been quarantined", []op{reserve(0, 0), dispatch, tick, qd(0, "Quarantined"), tick, q(0, "Absent")}, true},
+		{"a quarantine holds its QuarantineTTL", []op{reserve(0, 0), dispatch, tick, qd(0, "Quarantined"), q(0, "Absent")}, false},
+		{"a late DispatchTimeout's quarantine counts from the deadline", []op{reserve(0, 0), dispatch, tick, tick, ambiguous, q(0, "Absent")}, true},
+		{"a quarantine never reads as dispatching again", []op{reserve(0, 0), dispatch, tick, qd(0, "Quarantined"), qd(0, "Dispatching")}, false},
+		{"an over quarantine may still read as quarantined", []op{reserve(0, 0), dispatch, tick, ambiguous, tick, qd(0, "Quarantined")}, true},
+		{"an over quarantine holds no place", []op{reserve(0, 0), dispatch, tick, ambiguous, tick, refused(1, 1)}, false},
+	}
+	for _, c := range cases {
+		states := []model.State{st.Init()}
+		for i, o := range c.ops {
+			states = stepSet(st, states, o.in, o.out)
+			if len(states) == 0 {
+				if c.legal || i != len(c.ops)-1 {
+					t.Errorf("%s: step %d (%s -> %s) refused", c.name, i, o.in, o.out)
+				}
+				break
+			}
+			if i == len(c.ops)-1 && !c.legal {
+				t.Errorf("%s: the last step (%s -> %s) was allowed", c.name, o.in, o.out)
+			}
+		}
 	}
 }

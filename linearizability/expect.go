@@ -14,7 +14,18 @@ import "github.com/placementlab/placement/model"
 //
 // ok is false when the model has no step for in.
 func (st *Stepper) Want(s model.State, in Input) (out Output, next model.State, ok bool) {
-	out, next, ok = st.Expect(s, in)
+	return st.want(s, in, true)
+}
+
+// want is Want from Expect if settle is set, or else from in's own step
+// (step, sweeping nothing but at a Stats): Steps lets the timeouts fire
+// later.
+func (st *Stepper) want(s model.State, in Input, settle bool) (out Output, next model.State, ok bool) {
+	if settle {
+		out, next, ok = st.Expect(s, in)
+	} else {
+		out, next, ok = st.step(s, in, false)
+	}
 	if !ok {
 		return out, next, ok
 	}

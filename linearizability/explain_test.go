@@ -1,7 +1,9 @@
 package linearizability
 
 import (
+	"fmt"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -22,11 +24,17 @@ import (
 // N steps of that linearization and then the listed operations (indices
 // into the history) in that order, stopping at the first one the model
 // refuses: a way to ask whether an order the linearization did not try
-// explains the history. It is skipped without the variable.
+// explains the history. It is skipped without the variable. A relative
+// path is taken from the module's root (where the README's commands run),
+// or else from this package's directory (where go test runs the test).
 func TestExplain(t *testing.T) {
 	path := os.Getenv("LINEARIZABILITY_EXPLAIN")
 	if path == "" {
 		t.Skip("LINEARIZABILITY_EXPLAIN names no history")
+	}
+	path, err := explainPath(path)
+	if err != nil {
+		t.Fatal(err)
 	}
 	h, err := ReadHistory(path)
 	if err != nil {
@@ -109,4 +117,33 @@ func TestExplain(t *testing.T) {
 		}
 		t.Logf("pending (could come next: %v): op %s: %d next states", j < next, describe(id), n)
 	}
+}
+
+// explainPath resolves LINEARIZABILITY_EXPLAIN's path p: as it is if
+// absolute; else from the module's root (the nearest directory above the
+// package's with a go.mod) if a file is there, else from the package's
+// directory, the test's working directory.
+func explainPath(p string) (string, error) {
+	if filepath.IsAbs(p) {
+		return p, nil
+	}
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for d := dir; ; d = filepath.Dir(d) {
+		if _, err := os.Stat(filepath.Join(d, "go.mod")); err == nil {
+			if _, err := os.Stat(filepath.Join(d, p)); err == nil {
+				return filepath.Join(d, p), nil
+			}
+			break
+		}
+		if filepath.Dir(d) == d {
+			break
+		}
+	}
+	if _, err := os.Stat(p); err != nil {
+		return "", fmt.Errorf("LINEARIZABILITY_EXPLAIN: %s is in neither the module's root nor %s", p, dir)
+	}
+	return p, nil
 }

@@ -19,6 +19,9 @@ type OpKind uint8
 // tick (Expire and DropStale wherever enabled); Stats reads the
 // coordinator's statistics, which first reclaims what a Reap would (it
 // walks every key, not atomically: only the sequential checks use it).
+// An Advance's or a Reap's reclamation is not atomic either: the
+// Porcupine model lets every timeout it applies fire later, as the spec
+// does (see Stepper).
 const (
 	OpAcquire OpKind = iota
 	OpTryAcquire

@@ -12,9 +12,10 @@ import (
 
 // PorcupineModel is the sequential specification Porcupine checks
 // histories against. Its Step is the Stepper, i.e. the Go model's own
-// transition functions; it is nondeterministic only in the idle deadline a
-// windowed Release sets (see Steps), and Porcupine's power-set
-// construction turns it into a deterministic model. With partition set,
+// transition functions; it is nondeterministic in the deadlines a
+// windowed operation sets and in which due timeouts have fired (see
+// Steps), and Porcupine's power-set construction turns it into a
+// deterministic model over sets of model states. With partition set,
 // histories are split by key (valid only when the table never fills and no
 // operation touches every key: no Bump, no Advance, no Reap); otherwise
 // they are checked whole.
@@ -84,10 +85,75 @@ func PorcupineModel(st *Stepper, partition bool) porcupine.Model {
 // deadlines the step set (and the start of an initialization it began)
 // come from that reading. What the step decides (hit or miss, timed out or
 // not) is still decided at s.Now.
+//
+// Before in takes its step, each timeout that is due on a key in reads
+// may have fired or not yet (Fire, and acquireSteps for the places an
+// Acquire counts): the spec's ReservationTimeout, DispatchTimeout,
+// QuarantineExpire and DropStale of a quarantine are actions of their
+// own, which may fire any time once enabled, and no operation sweeps at
+// its step here (see Stepper.step). So a due reservation may still hold
+// its place, be cancelled or read as reserved (never dispatched), a due
+// dispatch may still commit or roll back, and an over quarantine may still
+// read as quarantined; once a step has seen one fire, it has fired in
+// every state that follows. The states that follow forget the deadlines
+// that have passed and tell nothing any more (forgetPassed).
 func (st *Stepper) Steps(s model.State, in Input, out Output) []model.State {
 	if in.Op == OpAcquire && out.Kind == OutCancelled {
 		return []model.State{s} // gave up waiting: no effect
 	}
+	var states []model.State
+	for _, p := range st.Fire(s, in) {
+		if in.Op == OpAcquire || in.Op == OpTryAcquire {
+			states = append(states, st.acquireSteps(p, in, out)...)
+		} else {
+			states = append(states, st.stepsFrom(p, in, out)...)
+		}
+	}
+	for i := range states {
+		states[i] = forgetPassed(states[i])
+	}
+	return states
+}
+
+// passed is what forgetPassed writes for a deadline that has passed.
+const passed = -1
+
+// forgetPassed returns s with the deadlines that have passed, and no longer
+// tell anything, set to passed (and the ghost `since` of the phases they
+// end with them). Which instant a deadline passed at is observable only
+// for a dispatch (its quarantine's QuarantineTTL counts from it); for a
+// reservation, a quarantine or an idle binding, a deadline that has passed
+// only enables its timeout (or Expire) and disables BeginDispatch and
+// hits, forever, since the clock only moves on. Without this, the
+// windowed reservations of one history (born with any deadline in their
+// window) would keep a state for every deadline they might have had long
+// after all of them passed, now that their timeouts may fire late.
+func forgetPassed(s model.State) model.State {
+	cloned := false
+	set := func(k int, f func(e *model.Entry)) {
+		if !cloned {
+			s, cloned = s.Clone(), true
+		}
+		f(&s.Table[k])
+	}
+	for k := range s.Table {
+		e := &s.Table[k]
+		switch {
+		case e.St == model.Reserved && e.Deadline <= s.Now && (e.Deadline != passed || s.Since[k] != passed):
+			set(k, func(e *model.Entry) { e.Deadline, e.RDeadline, s.Since[k] = passed, passed, passed })
+		case e.St == model.Dispatching && e.RDeadline <= s.Now && e.RDeadline != passed:
+			set(k, func(e *model.Entry) { e.RDeadline = passed })
+		case e.St == model.Quarantined && e.Deadline <= s.Now && (e.Deadline != passed || s.Since[k] != passed):
+			set(k, func(e *model.Entry) { e.Deadline, s.Since[k] = passed, passed })
+		case e.St == model.Bound && e.Leases == 0 && e.Deadline <= s.Now && e.Deadline != passed:
+			set(k, func(e *model.Entry) { e.Deadline = passed })
+		}
+	}
+	return s
+}
+
+// stepsFrom is Steps once the timeouts that fire before in have fired.
+func (st *Stepper) stepsFrom(s model.State, in Input, out Output) []model.State {
 	if (out.Kind == OutDispatched || out.Kind == OutCommitted) &&
 		(in.Op == OpBeginDispatch || in.Op == OpCommitAccepted) {
 		if out.Attempt < uint64(s.NextAttempt) {
@@ -107,7 +173,7 @@ func (st *Stepper) Steps(s model.State, in Input, out Output) []model.State {
 		// (Sequentially it never reports one: the rapid test checks that.)
 		out.Stale = false
 	}
-	want, next, ok := st.Want(s, in)
+	want, next, ok := st.want(s, in, false)
 	if !ok || want != out {
 		return nil
 	}
