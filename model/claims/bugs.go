@@ -38,6 +38,64 @@ var variants = map[string]variant{
 	"BugClaimReplacesInPlace": {"Claim",
 		"CreateOrGet replaces a stale claim under its old revision",
 		func(o *ops) { o.Claim = bugClaimReplacesInPlace }},
+	"BugHoldAgainstLineage": {"Route",
+		"the first turn's hold is checked against the claim's lineage, not its current revision",
+		func(o *ops) { o.Route = bugHoldAgainstLineage }},
+	"BugResolveAnyAttempt": {"Resolve",
+		"a Resolve naming another attempt settles the quarantine",
+		func(o *ops) { o.Resolve = bugResolveAnyAttempt }},
+	"BugResolveRestartsLineage": {"Resolve",
+		"an accepted Resolve restarts the claim's lineage (born)",
+		func(o *ops) { o.Resolve = bugResolveRestartsLineage }},
+	"BugResolveNoEvent": {"Resolve",
+		"a Resolve publishes no Delete",
+		func(o *ops) { o.Resolve = bugResolveNoEvent }},
+	"BugCrashKeepsHolds": {"Crash",
+		"a crashed replica's holds survive it",
+		func(o *ops) { o.Crash = bugCrashKeepsHolds }},
+	"BugPlaceLocalWhileUp": {"PlaceLocal",
+		"a replica that reaches the store places a session locally",
+		func(o *ops) { o.PlaceLocal = bugPlaceLocalWhileUp }},
+	"BugUnholdAnyHolder": {"Unhold",
+		"any holder's Unhold deletes a Closing claim, not only the last one's",
+		func(o *ops) { o.Unhold = bugUnholdAnyHolder }},
+	"BugReleaseResurrects": {"Release",
+		"the last lease's release writes a deleted claim back from the cache, as a new lineage",
+		func(o *ops) { o.Release = bugReleaseResurrects }},
+	"BugReconcileOnlyAdopts": {"Reconcile",
+		"the store-down reconcile only adopts a claim another replica wrote; with none it never reconciles",
+		func(o *ops) { o.Reconcile = bugReconcileOnlyAdopts }},
+	"BugAmbiguousByLineage": {"Ambiguous",
+		"an ambiguous report is fenced by the lineage, not the revision",
+		func(o *ops) { o.Ambiguous = bugAmbiguousByLineage }},
+}
+
+func bugHoldAgainstLineage(m *Model, s *State, r, ss int) (State, bool) {
+	return routeWith(m, s, r, ss, true)
+}
+
+func bugResolveAnyAttempt(m *Model, s *State, ss, a int, accepted bool) (State, bool) {
+	return resolveWith(m, s, ss, a, accepted, resolveAnyAttempt)
+}
+
+func bugResolveRestartsLineage(m *Model, s *State, ss, a int, accepted bool) (State, bool) {
+	return resolveWith(m, s, ss, a, accepted, resolveRestartsLineage)
+}
+
+func bugResolveNoEvent(m *Model, s *State, ss, a int, accepted bool) (State, bool) {
+	return resolveWith(m, s, ss, a, accepted, resolveNoEvent)
+}
+
+func bugCrashKeepsHolds(m *Model, s *State, r int) (State, bool) { return crashWith(m, s, r, true) }
+
+func bugPlaceLocalWhileUp(m *Model, s *State, r, ss, w int) (State, bool) {
+	return placeLocalWith(m, s, r, ss, w, true)
+}
+
+func bugUnholdAnyHolder(m *Model, s, n *State, r, ss int) { unholdWith(m, s, n, r, ss, false) }
+
+func bugAmbiguousByLineage(m *Model, s *State, r, ss int) (State, bool) {
+	return ambiguousWith(m, s, r, ss, true)
 }
 
 // VariantNames lists the broken variants, sorted.
@@ -182,6 +240,21 @@ func bugClaimReplacesInPlace(m *Model, s *State, r, ss, w int) (State, bool) {
 		n.Holders[ss] = 0
 		n.Cache[i] = Entry{St: c.St, Rev: c.Rev, Target: w, Gen: s.Gen[w]}
 		return n, true
+	}
+	n := s.Clone()
+	n.Cache[i] = entryOf(c)
+	return n, true
+}
+
+func bugReleaseResurrects(m *Model, s *State, r, ss int) (State, bool) {
+	return releaseWith(m, s, r, ss, true)
+}
+
+func bugReconcileOnlyAdopts(m *Model, s *State, r, ss int) (State, bool) {
+	i := m.ix(r, ss)
+	e, c := s.Cache[i], s.Claim[ss]
+	if !s.Up[r] || e.St != StUnclaimed || resetPending(s, r) || c.St == StNone || stale(s, c) {
+		return State{}, false
 	}
 	n := s.Clone()
 	n.Cache[i] = entryOf(c)
