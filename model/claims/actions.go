@@ -156,12 +156,28 @@ func unholdWith(m *Model, s, n *State, r, ss int, lastOnly bool) {
 // --- the actions ---
 
 func claimAct(m *Model, s *State, r, ss, w int) (State, bool) {
+	return claimWith(m, s, r, ss, w, claimCorrect)
+}
+
+// claimBug selects a broken variant of Claim (claimCorrect: none).
+type claimBug uint8
+
+const (
+	claimCorrect         claimBug = iota
+	claimLiftsQuarantine          // a current quarantine is replaced by the same worker's claim
+	claimIgnoresStale             // only a replica that caches nothing claims
+)
+
+func claimWith(m *Model, s *State, r, ss, w int, bug claimBug) (State, bool) {
 	i := m.ix(r, ss)
-	if !s.Up[r] || !needsClaim(s, s.Cache[i]) {
+	if !s.Up[r] {
+		return State{}, false
+	}
+	if bug == claimIgnoresStale && s.Cache[i].St != StNone || bug != claimIgnoresStale && !needsClaim(s, s.Cache[i]) {
 		return State{}, false
 	}
 	c := s.Claim[ss]
-	if c.St == StNone || stale(s, c) {
+	if c.St == StNone || stale(s, c) || bug == claimLiftsQuarantine && c.St == StQuarantined && w == c.Target {
 		if s.Rev >= m.Cfg.MaxRev {
 			return State{}, false
 		}
@@ -197,16 +213,32 @@ func placeLocalWith(m *Model, s *State, r, ss, w int, evenUp bool) (State, bool)
 	return n, true
 }
 
-func route(m *Model, s *State, r, ss int) (State, bool) { return routeWith(m, s, r, ss, false) }
+func route(m *Model, s *State, r, ss int) (State, bool) { return routeWith(m, s, r, ss, routeCorrect) }
 
-// routeWith is Route; byLineage is its broken variant, whose first turn
-// checks the claim's lineage (born) instead of its current revision.
-func routeWith(m *Model, s *State, r, ss int, byLineage bool) (State, bool) {
+// routeBug selects a broken variant of Route (routeCorrect: none).
+type routeBug uint8
+
+const (
+	routeCorrect        routeBug = iota
+	routeByLineage               // the first turn checks the lineage (born), not the revision
+	routeIgnoresGen              // the worker's generation is not checked
+	routeFromQuarantine          // a Quarantined entry is routable
+)
+
+func routeWith(m *Model, s *State, r, ss int, bug routeBug) (State, bool) {
 	i := m.ix(r, ss)
 	e, l := s.Cache[i], s.Lease[i]
-	if !routable(s, e) || l.N >= m.Cfg.MaxLeases || (l.N > 0 && l.Rev != e.Rev) {
+	ok := routable(s, e)
+	switch bug {
+	case routeIgnoresGen:
+		ok = e.St == StBound || e.St == StUnclaimed
+	case routeFromQuarantine:
+		ok = ok || e.St == StQuarantined && s.Gen[e.Target] == e.Gen
+	}
+	if !ok || l.N >= m.Cfg.MaxLeases || (l.N > 0 && l.Rev != e.Rev) {
 		return State{}, false
 	}
+	byLineage := bug == routeByLineage
 	n := s.Clone()
 	if l.N == 0 && s.Up[r] && e.St == StBound {
 		if s.Claim[ss].St != StNone && (s.Claim[ss].Rev == e.Rev || byLineage && s.Claim[ss].Born <= e.Rev) {
@@ -318,13 +350,17 @@ func resolveWith(m *Model, s *State, ss, a int, accepted bool, bug resolveBug) (
 	return n, true
 }
 
-func closeAct(m *Model, s *State, r, ss int) (State, bool) {
+func closeAct(m *Model, s *State, r, ss int) (State, bool) { return closeWith(m, s, r, ss, false) }
+
+// closeWith is Close; closingInPlace is its broken variant, which writes a
+// deferred close Closing under the same revision, with no Delete.
+func closeWith(m *Model, s *State, r, ss int, closingInPlace bool) (State, bool) {
 	i := m.ix(r, ss)
 	l, c := s.Lease[i], s.Claim[ss]
 	if !s.Up[r] || l.N != 1 {
 		return State{}, false
 	}
-	if c.St != StNone && c.Rev == l.Rev && s.Holders[ss]&^bit(r) != 0 && s.Rev >= m.Cfg.MaxRev {
+	if c.St != StNone && c.Rev == l.Rev && s.Holders[ss]&^bit(r) != 0 && s.Rev >= m.Cfg.MaxRev && !closingInPlace {
 		return State{}, false
 	}
 	n := s.Clone()
@@ -335,6 +371,11 @@ func closeAct(m *Model, s *State, r, ss int) (State, bool) {
 		n.Claim[ss] = noClaim
 		n.Holders[ss] = 0
 		m.publish(s, &n, ss, c.Rev)
+	case c.St != StNone && c.Rev == l.Rev && closingInPlace:
+		q := c
+		q.St = StClosing
+		n.Claim[ss] = q
+		n.Holders[ss] &^= bit(r)
 	case c.St != StNone && c.Rev == l.Rev:
 		q := c
 		q.St, q.Rev = StClosing, s.Rev+1
@@ -348,7 +389,11 @@ func closeAct(m *Model, s *State, r, ss int) (State, bool) {
 	return n, true
 }
 
-func reconcile(m *Model, s *State, r, ss int) (State, bool) {
+func reconcile(m *Model, s *State, r, ss int) (State, bool) { return reconcileWith(m, s, r, ss, false) }
+
+// reconcileWith is Reconcile; keepUnclaimed is its broken variant, which
+// keeps the local placement when it loses instead of adopting the claim.
+func reconcileWith(m *Model, s *State, r, ss int, keepUnclaimed bool) (State, bool) {
 	i := m.ix(r, ss)
 	e, c := s.Cache[i], s.Claim[ss]
 	if !s.Up[r] || e.St != StUnclaimed || resetPending(s, r) {
@@ -358,7 +403,9 @@ func reconcile(m *Model, s *State, r, ss int) (State, bool) {
 		return reconcileWrite(m, s, r, ss)
 	}
 	n := s.Clone()
-	n.Cache[i] = entryOf(c)
+	if !keepUnclaimed {
+		n.Cache[i] = entryOf(c)
+	}
 	return n, true
 }
 
@@ -407,11 +454,12 @@ func bumpGeneration(m *Model, s *State, w int) (State, bool) {
 	return n, true
 }
 
-func receive(m *Model, s *State, r int) (State, bool) { return receiveWith(m, s, r, true) }
+func receive(m *Model, s *State, r int) (State, bool) { return receiveWith(m, s, r, true, false) }
 
 // receiveWith is Receive, whose Reset evicts the cached claims when
-// evictOnReset (its broken variant's does not).
-func receiveWith(m *Model, s *State, r int, evictOnReset bool) (State, bool) {
+// evictOnReset (its broken variant's does not), the quarantines among them
+// unless keepQuarantines (another broken variant).
+func receiveWith(m *Model, s *State, r int, evictOnReset, keepQuarantines bool) (State, bool) {
 	if len(s.Chan[r]) == 0 {
 		return State{}, false
 	}
@@ -421,7 +469,7 @@ func receiveWith(m *Model, s *State, r int, evictOnReset bool) (State, bool) {
 		i := m.ix(r, ss)
 		e := s.Cache[i]
 		if ev.Reset {
-			if e.St != StUnclaimed && evictOnReset {
+			if e.St != StUnclaimed && evictOnReset && !(keepQuarantines && e.St == StQuarantined) {
 				n.Cache[i] = noEntry
 			}
 		} else if ss == ev.S && e.St.claimed() && e.Rev == ev.Rev {

@@ -59,6 +59,27 @@ var variants = map[string]variant{
 	"BugUnholdAnyHolder": {"Unhold",
 		"any holder's Unhold deletes a Closing claim, not only the last one's",
 		func(o *ops) { o.Unhold = bugUnholdAnyHolder }},
+	"BugRouteIgnoresGeneration": {"Route",
+		"Route does not check the worker's generation: a dispatch to a restarted worker under the old incarnation's claim",
+		func(o *ops) { o.Route = bugRouteIgnoresGeneration }},
+	"BugRouteFromQuarantine": {"Route",
+		"Route dispatches from a cached quarantine",
+		func(o *ops) { o.Route = bugRouteFromQuarantine }},
+	"BugClaimLiftsQuarantine": {"Claim",
+		"a first turn re-binds a quarantined claim to the same worker, lifting the quarantine with no settle",
+		func(o *ops) { o.Claim = bugClaimLiftsQuarantine }},
+	"BugResetKeepsQuarantines": {"Receive",
+		"a Reset keeps the cached quarantines",
+		func(o *ops) { o.Receive = bugResetKeepsQuarantines }},
+	"BugClosingInPlace": {"Close",
+		"a deferred close writes Closing under the same revision, with no Delete",
+		func(o *ops) { o.Close = bugClosingInPlace }},
+	"BugReconcileKeepsUnclaimed": {"Reconcile",
+		"a reconcile that loses keeps the local placement instead of adopting the claim",
+		func(o *ops) { o.Reconcile = bugReconcileKeepsUnclaimed }},
+	"BugClaimIgnoresStale": {"Claim",
+		"only a replica that caches nothing claims: a stale cached claim is never read again",
+		func(o *ops) { o.Claim = bugClaimIgnoresStale }},
 	"BugReleaseResurrects": {"Release",
 		"the last lease's release writes a deleted claim back from the cache, as a new lineage",
 		func(o *ops) { o.Release = bugReleaseResurrects }},
@@ -71,7 +92,7 @@ var variants = map[string]variant{
 }
 
 func bugHoldAgainstLineage(m *Model, s *State, r, ss int) (State, bool) {
-	return routeWith(m, s, r, ss, true)
+	return routeWith(m, s, r, ss, routeByLineage)
 }
 
 func bugResolveAnyAttempt(m *Model, s *State, ss, a int, accepted bool) (State, bool) {
@@ -177,7 +198,9 @@ func bugCloseWhileHeld(m *Model, s *State, r, ss int) (State, bool) {
 	return n, true
 }
 
-func bugNoEvictOnReset(m *Model, s *State, r int) (State, bool) { return receiveWith(m, s, r, false) }
+func bugNoEvictOnReset(m *Model, s *State, r int) (State, bool) {
+	return receiveWith(m, s, r, false, false)
+}
 
 func bugExpireInUse(m *Model, s *State, ss int) (State, bool) {
 	if s.Claim[ss].St == StNone { // BUG: holders ignored
@@ -244,6 +267,34 @@ func bugClaimReplacesInPlace(m *Model, s *State, r, ss, w int) (State, bool) {
 	n := s.Clone()
 	n.Cache[i] = entryOf(c)
 	return n, true
+}
+
+func bugRouteIgnoresGeneration(m *Model, s *State, r, ss int) (State, bool) {
+	return routeWith(m, s, r, ss, routeIgnoresGen)
+}
+
+func bugRouteFromQuarantine(m *Model, s *State, r, ss int) (State, bool) {
+	return routeWith(m, s, r, ss, routeFromQuarantine)
+}
+
+func bugClaimLiftsQuarantine(m *Model, s *State, r, ss, w int) (State, bool) {
+	return claimWith(m, s, r, ss, w, claimLiftsQuarantine)
+}
+
+func bugClaimIgnoresStale(m *Model, s *State, r, ss, w int) (State, bool) {
+	return claimWith(m, s, r, ss, w, claimIgnoresStale)
+}
+
+func bugResetKeepsQuarantines(m *Model, s *State, r int) (State, bool) {
+	return receiveWith(m, s, r, true, true)
+}
+
+func bugClosingInPlace(m *Model, s *State, r, ss int) (State, bool) {
+	return closeWith(m, s, r, ss, true)
+}
+
+func bugReconcileKeepsUnclaimed(m *Model, s *State, r, ss int) (State, bool) {
+	return reconcileWith(m, s, r, ss, true)
 }
 
 func bugReleaseResurrects(m *Model, s *State, r, ss int) (State, bool) {

@@ -274,6 +274,127 @@ BugReconcileOnlyAdopts(r, s) ==
     /\ cache' = [cache EXCEPT ![r][s] = Entry(c)]
     /\ UNCHANGED <<rev, gen, claim, holders, up, lease, chan>>
 
+(* A. A dispatch to a restarted worker under the old incarnation's claim: *)
+(* Route does not check the worker's generation.                          *)
+BugRouteIgnoresGeneration(r, s) ==
+    LET e == cache[r][s]
+        l == lease[r][s] IN
+    /\ e.st \in {"Bound", "Unclaimed"}                          \* BUG: no gen[e.target] = e.gen
+    /\ l.n < MaxLeases
+    /\ l.n > 0 => l.rev = e.rev
+    /\ IF l.n = 0 /\ up[r] /\ e.st = "Bound"
+       THEN IF claim[s].st # "None" /\ claim[s].rev = e.rev
+            THEN /\ holders' = [holders EXCEPT ![s] = @ \cup {r}]
+                 /\ lease' = [lease EXCEPT ![r][s] = [n |-> 1, rev |-> e.rev]]
+                 /\ UNCHANGED cache
+            ELSE /\ cache' = [cache EXCEPT ![r][s] = NoEntry]
+                 /\ UNCHANGED <<holders, lease>>
+       ELSE /\ lease' = [lease EXCEPT ![r][s] = [n |-> l.n + 1, rev |-> e.rev]]
+            /\ UNCHANGED <<holders, cache>>
+    /\ UNCHANGED <<rev, gen, claim, up, chan>>
+
+(* A. A dispatch from a cached quarantine: Route takes a Quarantined entry *)
+(* for a routable one.                                                     *)
+BugRouteFromQuarantine(r, s) ==
+    LET e == cache[r][s]
+        l == lease[r][s] IN
+    /\ e.st \in {"Bound", "Unclaimed", "Quarantined"} /\ gen[e.target] = e.gen   \* BUG: Quarantined
+    /\ l.n < MaxLeases
+    /\ l.n > 0 => l.rev = e.rev
+    /\ IF l.n = 0 /\ up[r] /\ e.st = "Bound"
+       THEN IF claim[s].st # "None" /\ claim[s].rev = e.rev
+            THEN /\ holders' = [holders EXCEPT ![s] = @ \cup {r}]
+                 /\ lease' = [lease EXCEPT ![r][s] = [n |-> 1, rev |-> e.rev]]
+                 /\ UNCHANGED cache
+            ELSE /\ cache' = [cache EXCEPT ![r][s] = NoEntry]
+                 /\ UNCHANGED <<holders, lease>>
+       ELSE /\ lease' = [lease EXCEPT ![r][s] = [n |-> l.n + 1, rev |-> e.rev]]
+            /\ UNCHANGED <<holders, cache>>
+    /\ UNCHANGED <<rev, gen, claim, up, chan>>
+
+(* B. A first turn re-binds a quarantined claim to the same worker: the    *)
+(* quarantine is lifted with no settle.                                    *)
+BugClaimLiftsQuarantine(r, s, w) ==
+    LET c == claim[s] IN
+    /\ up[r] /\ NeedsClaim(cache[r][s])
+    /\ IF c.st = "None" \/ Stale(c) \/ (c.st = "Quarantined" /\ w = c.target)   \* BUG
+       THEN /\ rev < MaxRev
+            /\ claim' = [claim EXCEPT ![s] = NewClaim(w)]
+            /\ rev' = rev + 1
+            /\ holders' = [holders EXCEPT ![s] = {}]
+            /\ cache' = [cache EXCEPT ![r][s] = Entry(NewClaim(w))]
+            /\ IF c.st = "None" THEN UNCHANGED chan ELSE Publish(s, c.rev)
+       ELSE /\ cache' = [cache EXCEPT ![r][s] = Entry(c)]
+            /\ UNCHANGED <<rev, claim, holders, chan>>
+    /\ UNCHANGED <<gen, up, lease>>
+
+(* D. A Reset keeps cached quarantines (as it keeps unclaimed placements). *)
+BugResetKeepsQuarantines(r) ==
+    /\ chan[r] # <<>>
+    /\ LET ev == Head(chan[r]) IN
+       cache' = [cache EXCEPT ![r] = [s \in Sessions |->
+           IF ev.kind = "Reset"
+           THEN IF cache[r][s].st \in {"Unclaimed", "Quarantined"} THEN cache[r][s] ELSE NoEntry   \* BUG
+           ELSE IF s = ev.s /\ cache[r][s].st \in ClaimStates /\ cache[r][s].rev = ev.rev
+                THEN NoEntry ELSE cache[r][s]]]
+    /\ chan' = [chan EXCEPT ![r] = Tail(@)]
+    /\ UNCHANGED <<rev, gen, claim, holders, up, lease>>
+
+(* D. A deferred close writes the claim Closing in place, under the same   *)
+(* revision: no Delete tells the other holders, whose caches say Bound.    *)
+BugClosingInPlace(r, s) ==
+    LET l == lease[r][s]
+        c == claim[s] IN
+    /\ up[r] /\ l.n = 1
+    /\ lease' = [lease EXCEPT ![r][s] = NoLease]
+    /\ cache' = [cache EXCEPT ![r][s] = NoEntry]
+    /\ IF c.st # "None" /\ c.rev = l.rev
+       THEN IF holders[s] \ {r} = {}
+            THEN /\ claim' = [claim EXCEPT ![s] = NoClaim]
+                 /\ holders' = [holders EXCEPT ![s] = {}]
+                 /\ UNCHANGED rev
+                 /\ Publish(s, c.rev)
+            ELSE /\ claim' = [claim EXCEPT ![s] = [c EXCEPT !.st = "Closing"]]   \* BUG: same revision
+                 /\ holders' = [holders EXCEPT ![s] = @ \ {r}]
+                 /\ UNCHANGED <<rev, chan>>
+       ELSE /\ Unhold(r, s)
+            /\ UNCHANGED rev
+    /\ UNCHANGED <<gen, up>>
+
+(* F/G. The store-down reconcile that loses keeps the local placement (and *)
+(* goes on serving it) instead of adopting the claim.                      *)
+BugReconcileKeepsUnclaimed(r, s) ==
+    LET e == cache[r][s]
+        c == claim[s] IN
+    /\ up[r] /\ e.st = "Unclaimed" /\ ~ResetPending(r)
+    /\ IF c.st = "None" \/ Stale(c)
+       THEN /\ rev < MaxRev
+            /\ claim' = [claim EXCEPT ![s] = NewClaim(e.target)]
+            /\ rev' = rev + 1
+            /\ holders' = [holders EXCEPT ![s] = IF lease[r][s].n > 0 THEN {r} ELSE {}]
+            /\ cache' = [cache EXCEPT ![r][s] = Entry(NewClaim(e.target))]
+            /\ lease' = [lease EXCEPT ![r][s] =
+                   IF lease[r][s].n > 0 THEN [n |-> lease[r][s].n, rev |-> rev + 1] ELSE NoLease]
+            /\ IF c.st = "None" THEN UNCHANGED chan ELSE Publish(s, c.rev)
+       ELSE UNCHANGED <<rev, claim, holders, cache, lease, chan>>   \* BUG: keeps the placement
+    /\ UNCHANGED <<gen, up>>
+
+(* G. A first turn never reads a stale cached claim again: only a replica  *)
+(* that caches nothing claims.                                             *)
+BugClaimIgnoresStale(r, s, w) ==
+    LET c == claim[s] IN
+    /\ up[r] /\ cache[r][s].st = "None"                        \* BUG: not NeedsClaim
+    /\ IF c.st = "None" \/ Stale(c)
+       THEN /\ rev < MaxRev
+            /\ claim' = [claim EXCEPT ![s] = NewClaim(w)]
+            /\ rev' = rev + 1
+            /\ holders' = [holders EXCEPT ![s] = {}]
+            /\ cache' = [cache EXCEPT ![r][s] = Entry(NewClaim(w))]
+            /\ IF c.st = "None" THEN UNCHANGED chan ELSE Publish(s, c.rev)
+       ELSE /\ cache' = [cache EXCEPT ![r][s] = Entry(c)]
+            /\ UNCHANGED <<rev, claim, holders, chan>>
+    /\ UNCHANGED <<gen, up, lease>>
+
 -----------------------------------------------------------------------------
 (* Witnesses. Each says that an interesting situation never happens; its   *)
 (* MCClaimsWitness*.cfg must report it violated, which shows that the      *)
