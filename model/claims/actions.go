@@ -14,6 +14,9 @@ type ops struct {
 	BumpGeneration                              func(m *Model, s *State, w int) (State, bool)
 	Receive, Duplicate, Drop                    func(m *Model, s *State, r int) (State, bool)
 	Disconnect, Reconnect, Crash                func(m *Model, s *State, r int) (State, bool)
+	// Unhold is a helper of Release and Close, applied to n, the next
+	// state of a step from s.
+	Unhold func(m *Model, s, n *State, r, ss int)
 }
 
 func defaultOps() ops {
@@ -22,6 +25,7 @@ func defaultOps() ops {
 		Ambiguous: ambiguous, Close: closeAct, Reconcile: reconcile, Resolve: resolve,
 		Expire: expire, BumpGeneration: bumpGeneration, Receive: receive,
 		Duplicate: duplicate, Drop: drop, Disconnect: disconnect, Reconnect: reconnect, Crash: crash,
+		Unhold: unholdDef,
 	}
 }
 
@@ -132,9 +136,15 @@ func bit(r int) uint64 { return 1 << uint(r) }
 
 // unhold is the spec's Unhold(r, s) applied to n, the next state of a step
 // from s.
-func (m *Model) unhold(s, n *State, r, ss int) {
+func (m *Model) unhold(s, n *State, r, ss int) { m.ops.Unhold(m, s, n, r, ss) }
+
+func unholdDef(m *Model, s, n *State, r, ss int) { unholdWith(m, s, n, r, ss, true) }
+
+// unholdWith is Unhold; lastOnly false is its broken variant, where any
+// holder's Unhold deletes a Closing claim.
+func unholdWith(m *Model, s, n *State, r, ss int, lastOnly bool) {
 	c := n.Claim[ss]
-	if n.Holders[ss]&bit(r) != 0 && c.St == StClosing && n.Holders[ss] == bit(r) {
+	if n.Holders[ss]&bit(r) != 0 && c.St == StClosing && (!lastOnly || n.Holders[ss] == bit(r)) {
 		n.Claim[ss] = noClaim
 		n.Holders[ss] = 0
 		m.publish(s, n, ss, c.Rev)
@@ -146,12 +156,28 @@ func (m *Model) unhold(s, n *State, r, ss int) {
 // --- the actions ---
 
 func claimAct(m *Model, s *State, r, ss, w int) (State, bool) {
+	return claimWith(m, s, r, ss, w, claimCorrect)
+}
+
+// claimBug selects a broken variant of Claim (claimCorrect: none).
+type claimBug uint8
+
+const (
+	claimCorrect         claimBug = iota
+	claimLiftsQuarantine          // a current quarantine is replaced by the same worker's claim
+	claimIgnoresStale             // only a replica that caches nothing claims
+)
+
+func claimWith(m *Model, s *State, r, ss, w int, bug claimBug) (State, bool) {
 	i := m.ix(r, ss)
-	if !s.Up[r] || !needsClaim(s, s.Cache[i]) {
+	if !s.Up[r] {
+		return State{}, false
+	}
+	if bug == claimIgnoresStale && s.Cache[i].St != StNone || bug != claimIgnoresStale && !needsClaim(s, s.Cache[i]) {
 		return State{}, false
 	}
 	c := s.Claim[ss]
-	if c.St == StNone || stale(s, c) {
+	if c.St == StNone || stale(s, c) || bug == claimLiftsQuarantine && c.St == StQuarantined && w == c.Target {
 		if s.Rev >= m.Cfg.MaxRev {
 			return State{}, false
 		}
@@ -172,8 +198,14 @@ func claimAct(m *Model, s *State, r, ss, w int) (State, bool) {
 }
 
 func placeLocal(m *Model, s *State, r, ss, w int) (State, bool) {
+	return placeLocalWith(m, s, r, ss, w, false)
+}
+
+// placeLocalWith is PlaceLocal; evenUp is its broken variant, which places
+// locally while the store is reachable.
+func placeLocalWith(m *Model, s *State, r, ss, w int, evenUp bool) (State, bool) {
 	i := m.ix(r, ss)
-	if s.Up[r] || !needsClaim(s, s.Cache[i]) {
+	if (s.Up[r] && !evenUp) || !needsClaim(s, s.Cache[i]) {
 		return State{}, false
 	}
 	n := s.Clone()
@@ -181,15 +213,35 @@ func placeLocal(m *Model, s *State, r, ss, w int) (State, bool) {
 	return n, true
 }
 
-func route(m *Model, s *State, r, ss int) (State, bool) {
+func route(m *Model, s *State, r, ss int) (State, bool) { return routeWith(m, s, r, ss, routeCorrect) }
+
+// routeBug selects a broken variant of Route (routeCorrect: none).
+type routeBug uint8
+
+const (
+	routeCorrect        routeBug = iota
+	routeByLineage               // the first turn checks the lineage (born), not the revision
+	routeIgnoresGen              // the worker's generation is not checked
+	routeFromQuarantine          // a Quarantined entry is routable
+)
+
+func routeWith(m *Model, s *State, r, ss int, bug routeBug) (State, bool) {
 	i := m.ix(r, ss)
 	e, l := s.Cache[i], s.Lease[i]
-	if !routable(s, e) || l.N >= m.Cfg.MaxLeases || (l.N > 0 && l.Rev != e.Rev) {
+	ok := routable(s, e)
+	switch bug {
+	case routeIgnoresGen:
+		ok = e.St == StBound || e.St == StUnclaimed
+	case routeFromQuarantine:
+		ok = ok || e.St == StQuarantined && s.Gen[e.Target] == e.Gen
+	}
+	if !ok || l.N >= m.Cfg.MaxLeases || (l.N > 0 && l.Rev != e.Rev) {
 		return State{}, false
 	}
+	byLineage := bug == routeByLineage
 	n := s.Clone()
 	if l.N == 0 && s.Up[r] && e.St == StBound {
-		if s.Claim[ss].St != StNone && s.Claim[ss].Rev == e.Rev {
+		if s.Claim[ss].St != StNone && (s.Claim[ss].Rev == e.Rev || byLineage && s.Claim[ss].Born <= e.Rev) {
 			n.Holders[ss] |= bit(r)
 			n.Lease[i] = Lease{N: 1, Rev: e.Rev}
 		} else {
@@ -201,7 +253,11 @@ func route(m *Model, s *State, r, ss int) (State, bool) {
 	return n, true
 }
 
-func release(m *Model, s *State, r, ss int) (State, bool) {
+func release(m *Model, s *State, r, ss int) (State, bool) { return releaseWith(m, s, r, ss, false) }
+
+// releaseWith is Release; resurrect is its broken variant, whose last lease
+// writes a deleted claim back from the cache as a new lineage.
+func releaseWith(m *Model, s *State, r, ss int, resurrect bool) (State, bool) {
 	i := m.ix(r, ss)
 	l := s.Lease[i]
 	if l.N == 0 {
@@ -213,19 +269,28 @@ func release(m *Model, s *State, r, ss int) (State, bool) {
 	} else {
 		n.Lease[i] = Lease{N: l.N - 1, Rev: l.Rev}
 	}
+	if e := s.Cache[i]; resurrect && l.N == 1 && s.Up[r] && s.Claim[ss].St == StNone && e.St == StBound && s.Rev < m.Cfg.MaxRev {
+		n.Claim[ss] = Claim{St: StBound, Rev: s.Rev + 1, Born: s.Rev + 1, Target: e.Target, Gen: e.Gen}
+		n.Rev = s.Rev + 1
+		return n, true
+	}
 	if l.N == 1 && s.Up[r] {
 		m.unhold(s, &n, r, ss)
 	}
 	return n, true
 }
 
-func ambiguous(m *Model, s *State, r, ss int) (State, bool) {
+func ambiguous(m *Model, s *State, r, ss int) (State, bool) { return ambiguousWith(m, s, r, ss, false) }
+
+// ambiguousWith is Ambiguous; byLineage is its broken variant, fenced by
+// the claim's lineage (born) instead of its revision.
+func ambiguousWith(m *Model, s *State, r, ss int, byLineage bool) (State, bool) {
 	i := m.ix(r, ss)
 	l, c := s.Lease[i], s.Claim[ss]
 	if !s.Up[r] || l.N == 0 || l.Rev == 0 {
 		return State{}, false
 	}
-	if c.St == StBound && c.Rev == l.Rev {
+	if c.St == StBound && (c.Rev == l.Rev || byLineage && l.Rev >= c.Born) {
 		if s.Rev >= m.Cfg.MaxRev {
 			return State{}, false
 		}
@@ -242,11 +307,25 @@ func ambiguous(m *Model, s *State, r, ss int) (State, bool) {
 }
 
 func resolve(m *Model, s *State, ss, a int, accepted bool) (State, bool) {
+	return resolveWith(m, s, ss, a, accepted, resolveCorrect)
+}
+
+// resolveBug selects a broken variant of Resolve (resolveCorrect: none).
+type resolveBug uint8
+
+const (
+	resolveCorrect         resolveBug = iota
+	resolveAnyAttempt                 // the attempt is not checked
+	resolveRestartsLineage            // an accepted Resolve moves born
+	resolveNoEvent                    // no Delete is published
+)
+
+func resolveWith(m *Model, s *State, ss, a int, accepted bool, bug resolveBug) (State, bool) {
 	c := s.Claim[ss]
 	if c.St != StQuarantined {
 		return State{}, false
 	}
-	if a != c.Attempt || s.Gen[c.Target] != c.Gen {
+	if (a != c.Attempt && bug != resolveAnyAttempt) || s.Gen[c.Target] != c.Gen {
 		return s.Clone(), true
 	}
 	if accepted && s.Rev >= m.Cfg.MaxRev {
@@ -256,23 +335,32 @@ func resolve(m *Model, s *State, ss, a int, accepted bool) (State, bool) {
 	if accepted {
 		b := c
 		b.St, b.Rev, b.Attempt = StBound, s.Rev+1, 0
+		if bug == resolveRestartsLineage {
+			b.Born = s.Rev + 1
+		}
 		n.Claim[ss] = b
 		n.Rev = s.Rev + 1
 	} else {
 		n.Claim[ss] = noClaim
 		n.Holders[ss] = 0
 	}
-	m.publish(s, &n, ss, c.Rev)
+	if bug != resolveNoEvent {
+		m.publish(s, &n, ss, c.Rev)
+	}
 	return n, true
 }
 
-func closeAct(m *Model, s *State, r, ss int) (State, bool) {
+func closeAct(m *Model, s *State, r, ss int) (State, bool) { return closeWith(m, s, r, ss, false) }
+
+// closeWith is Close; closingInPlace is its broken variant, which writes a
+// deferred close Closing under the same revision, with no Delete.
+func closeWith(m *Model, s *State, r, ss int, closingInPlace bool) (State, bool) {
 	i := m.ix(r, ss)
 	l, c := s.Lease[i], s.Claim[ss]
 	if !s.Up[r] || l.N != 1 {
 		return State{}, false
 	}
-	if c.St != StNone && c.Rev == l.Rev && s.Holders[ss]&^bit(r) != 0 && s.Rev >= m.Cfg.MaxRev {
+	if c.St != StNone && c.Rev == l.Rev && s.Holders[ss]&^bit(r) != 0 && s.Rev >= m.Cfg.MaxRev && !closingInPlace {
 		return State{}, false
 	}
 	n := s.Clone()
@@ -283,6 +371,11 @@ func closeAct(m *Model, s *State, r, ss int) (State, bool) {
 		n.Claim[ss] = noClaim
 		n.Holders[ss] = 0
 		m.publish(s, &n, ss, c.Rev)
+	case c.St != StNone && c.Rev == l.Rev && closingInPlace:
+		q := c
+		q.St = StClosing
+		n.Claim[ss] = q
+		n.Holders[ss] &^= bit(r)
 	case c.St != StNone && c.Rev == l.Rev:
 		q := c
 		q.St, q.Rev = StClosing, s.Rev+1
@@ -296,7 +389,11 @@ func closeAct(m *Model, s *State, r, ss int) (State, bool) {
 	return n, true
 }
 
-func reconcile(m *Model, s *State, r, ss int) (State, bool) {
+func reconcile(m *Model, s *State, r, ss int) (State, bool) { return reconcileWith(m, s, r, ss, false) }
+
+// reconcileWith is Reconcile; keepUnclaimed is its broken variant, which
+// keeps the local placement when it loses instead of adopting the claim.
+func reconcileWith(m *Model, s *State, r, ss int, keepUnclaimed bool) (State, bool) {
 	i := m.ix(r, ss)
 	e, c := s.Cache[i], s.Claim[ss]
 	if !s.Up[r] || e.St != StUnclaimed || resetPending(s, r) {
@@ -306,7 +403,9 @@ func reconcile(m *Model, s *State, r, ss int) (State, bool) {
 		return reconcileWrite(m, s, r, ss)
 	}
 	n := s.Clone()
-	n.Cache[i] = entryOf(c)
+	if !keepUnclaimed {
+		n.Cache[i] = entryOf(c)
+	}
 	return n, true
 }
 
@@ -355,11 +454,12 @@ func bumpGeneration(m *Model, s *State, w int) (State, bool) {
 	return n, true
 }
 
-func receive(m *Model, s *State, r int) (State, bool) { return receiveWith(m, s, r, true) }
+func receive(m *Model, s *State, r int) (State, bool) { return receiveWith(m, s, r, true, false) }
 
 // receiveWith is Receive, whose Reset evicts the cached claims when
-// evictOnReset (its broken variant's does not).
-func receiveWith(m *Model, s *State, r int, evictOnReset bool) (State, bool) {
+// evictOnReset (its broken variant's does not), the quarantines among them
+// unless keepQuarantines (another broken variant).
+func receiveWith(m *Model, s *State, r int, evictOnReset, keepQuarantines bool) (State, bool) {
 	if len(s.Chan[r]) == 0 {
 		return State{}, false
 	}
@@ -369,7 +469,7 @@ func receiveWith(m *Model, s *State, r int, evictOnReset bool) (State, bool) {
 		i := m.ix(r, ss)
 		e := s.Cache[i]
 		if ev.Reset {
-			if e.St != StUnclaimed && evictOnReset {
+			if e.St != StUnclaimed && evictOnReset && !(keepQuarantines && e.St == StQuarantined) {
 				n.Cache[i] = noEntry
 			}
 		} else if ss == ev.S && e.St.claimed() && e.Rev == ev.Rev {
@@ -427,12 +527,17 @@ func reconnect(m *Model, s *State, r int) (State, bool) {
 	return n, true
 }
 
-func crash(m *Model, s *State, r int) (State, bool) {
+func crash(m *Model, s *State, r int) (State, bool) { return crashWith(m, s, r, false) }
+
+// crashWith is Crash; keepHolds is its broken variant, whose holds survive.
+func crashWith(m *Model, s *State, r int, keepHolds bool) (State, bool) {
 	n := s.Clone()
 	for ss := range m.Cfg.Sessions {
 		n.Cache[m.ix(r, ss)] = noEntry
 		n.Lease[m.ix(r, ss)] = Lease{}
-		n.Holders[ss] &^= bit(r)
+		if !keepHolds {
+			n.Holders[ss] &^= bit(r)
+		}
 	}
 	n.Chan[r] = []Event{ResetEv}
 	n.Up[r] = true

@@ -38,6 +38,85 @@ var variants = map[string]variant{
 	"BugClaimReplacesInPlace": {"Claim",
 		"CreateOrGet replaces a stale claim under its old revision",
 		func(o *ops) { o.Claim = bugClaimReplacesInPlace }},
+	"BugHoldAgainstLineage": {"Route",
+		"the first turn's hold is checked against the claim's lineage, not its current revision",
+		func(o *ops) { o.Route = bugHoldAgainstLineage }},
+	"BugResolveAnyAttempt": {"Resolve",
+		"a Resolve naming another attempt settles the quarantine",
+		func(o *ops) { o.Resolve = bugResolveAnyAttempt }},
+	"BugResolveRestartsLineage": {"Resolve",
+		"an accepted Resolve restarts the claim's lineage (born)",
+		func(o *ops) { o.Resolve = bugResolveRestartsLineage }},
+	"BugResolveNoEvent": {"Resolve",
+		"a Resolve publishes no Delete",
+		func(o *ops) { o.Resolve = bugResolveNoEvent }},
+	"BugCrashKeepsHolds": {"Crash",
+		"a crashed replica's holds survive it",
+		func(o *ops) { o.Crash = bugCrashKeepsHolds }},
+	"BugPlaceLocalWhileUp": {"PlaceLocal",
+		"a replica that reaches the store places a session locally",
+		func(o *ops) { o.PlaceLocal = bugPlaceLocalWhileUp }},
+	"BugUnholdAnyHolder": {"Unhold",
+		"any holder's Unhold deletes a Closing claim, not only the last one's",
+		func(o *ops) { o.Unhold = bugUnholdAnyHolder }},
+	"BugRouteIgnoresGeneration": {"Route",
+		"Route does not check the worker's generation: a dispatch to a restarted worker under the old incarnation's claim",
+		func(o *ops) { o.Route = bugRouteIgnoresGeneration }},
+	"BugRouteFromQuarantine": {"Route",
+		"Route dispatches from a cached quarantine",
+		func(o *ops) { o.Route = bugRouteFromQuarantine }},
+	"BugClaimLiftsQuarantine": {"Claim",
+		"a first turn re-binds a quarantined claim to the same worker, lifting the quarantine with no settle",
+		func(o *ops) { o.Claim = bugClaimLiftsQuarantine }},
+	"BugResetKeepsQuarantines": {"Receive",
+		"a Reset keeps the cached quarantines",
+		func(o *ops) { o.Receive = bugResetKeepsQuarantines }},
+	"BugClosingInPlace": {"Close",
+		"a deferred close writes Closing under the same revision, with no Delete",
+		func(o *ops) { o.Close = bugClosingInPlace }},
+	"BugReconcileKeepsUnclaimed": {"Reconcile",
+		"a reconcile that loses keeps the local placement instead of adopting the claim",
+		func(o *ops) { o.Reconcile = bugReconcileKeepsUnclaimed }},
+	"BugClaimIgnoresStale": {"Claim",
+		"only a replica that caches nothing claims: a stale cached claim is never read again",
+		func(o *ops) { o.Claim = bugClaimIgnoresStale }},
+	"BugReleaseResurrects": {"Release",
+		"the last lease's release writes a deleted claim back from the cache, as a new lineage",
+		func(o *ops) { o.Release = bugReleaseResurrects }},
+	"BugReconcileOnlyAdopts": {"Reconcile",
+		"the store-down reconcile only adopts a claim another replica wrote; with none it never reconciles",
+		func(o *ops) { o.Reconcile = bugReconcileOnlyAdopts }},
+	"BugAmbiguousByLineage": {"Ambiguous",
+		"an ambiguous report is fenced by the lineage, not the revision",
+		func(o *ops) { o.Ambiguous = bugAmbiguousByLineage }},
+}
+
+func bugHoldAgainstLineage(m *Model, s *State, r, ss int) (State, bool) {
+	return routeWith(m, s, r, ss, routeByLineage)
+}
+
+func bugResolveAnyAttempt(m *Model, s *State, ss, a int, accepted bool) (State, bool) {
+	return resolveWith(m, s, ss, a, accepted, resolveAnyAttempt)
+}
+
+func bugResolveRestartsLineage(m *Model, s *State, ss, a int, accepted bool) (State, bool) {
+	return resolveWith(m, s, ss, a, accepted, resolveRestartsLineage)
+}
+
+func bugResolveNoEvent(m *Model, s *State, ss, a int, accepted bool) (State, bool) {
+	return resolveWith(m, s, ss, a, accepted, resolveNoEvent)
+}
+
+func bugCrashKeepsHolds(m *Model, s *State, r int) (State, bool) { return crashWith(m, s, r, true) }
+
+func bugPlaceLocalWhileUp(m *Model, s *State, r, ss, w int) (State, bool) {
+	return placeLocalWith(m, s, r, ss, w, true)
+}
+
+func bugUnholdAnyHolder(m *Model, s, n *State, r, ss int) { unholdWith(m, s, n, r, ss, false) }
+
+func bugAmbiguousByLineage(m *Model, s *State, r, ss int) (State, bool) {
+	return ambiguousWith(m, s, r, ss, true)
 }
 
 // VariantNames lists the broken variants, sorted.
@@ -119,7 +198,9 @@ func bugCloseWhileHeld(m *Model, s *State, r, ss int) (State, bool) {
 	return n, true
 }
 
-func bugNoEvictOnReset(m *Model, s *State, r int) (State, bool) { return receiveWith(m, s, r, false) }
+func bugNoEvictOnReset(m *Model, s *State, r int) (State, bool) {
+	return receiveWith(m, s, r, false, false)
+}
 
 func bugExpireInUse(m *Model, s *State, ss int) (State, bool) {
 	if s.Claim[ss].St == StNone { // BUG: holders ignored
@@ -182,6 +263,49 @@ func bugClaimReplacesInPlace(m *Model, s *State, r, ss, w int) (State, bool) {
 		n.Holders[ss] = 0
 		n.Cache[i] = Entry{St: c.St, Rev: c.Rev, Target: w, Gen: s.Gen[w]}
 		return n, true
+	}
+	n := s.Clone()
+	n.Cache[i] = entryOf(c)
+	return n, true
+}
+
+func bugRouteIgnoresGeneration(m *Model, s *State, r, ss int) (State, bool) {
+	return routeWith(m, s, r, ss, routeIgnoresGen)
+}
+
+func bugRouteFromQuarantine(m *Model, s *State, r, ss int) (State, bool) {
+	return routeWith(m, s, r, ss, routeFromQuarantine)
+}
+
+func bugClaimLiftsQuarantine(m *Model, s *State, r, ss, w int) (State, bool) {
+	return claimWith(m, s, r, ss, w, claimLiftsQuarantine)
+}
+
+func bugClaimIgnoresStale(m *Model, s *State, r, ss, w int) (State, bool) {
+	return claimWith(m, s, r, ss, w, claimIgnoresStale)
+}
+
+func bugResetKeepsQuarantines(m *Model, s *State, r int) (State, bool) {
+	return receiveWith(m, s, r, true, true)
+}
+
+func bugClosingInPlace(m *Model, s *State, r, ss int) (State, bool) {
+	return closeWith(m, s, r, ss, true)
+}
+
+func bugReconcileKeepsUnclaimed(m *Model, s *State, r, ss int) (State, bool) {
+	return reconcileWith(m, s, r, ss, true)
+}
+
+func bugReleaseResurrects(m *Model, s *State, r, ss int) (State, bool) {
+	return releaseWith(m, s, r, ss, true)
+}
+
+func bugReconcileOnlyAdopts(m *Model, s *State, r, ss int) (State, bool) {
+	i := m.ix(r, ss)
+	e, c := s.Cache[i], s.Claim[ss]
+	if !s.Up[r] || e.St != StUnclaimed || resetPending(s, r) || c.St == StNone || stale(s, c) {
+		return State{}, false
 	}
 	n := s.Clone()
 	n.Cache[i] = entryOf(c)

@@ -97,6 +97,10 @@ func OptionsFor(c *model.TLCConfig) (Options, error) {
 		o.Invariants = append(o.Invariants, inv)
 	}
 	for _, n := range c.Properties {
+		if lp, ok := LivenessProperties[n]; ok {
+			o.Liveness = append(o.Liveness, lp)
+			continue
+		}
 		p, ok := ActionProperties[n]
 		if !ok {
 			p, ok = WitnessActions[n]

@@ -12,6 +12,9 @@ import (
 type Options struct {
 	Invariants []Invariant
 	Actions    []ActionProperty
+	// Liveness properties are checked on the whole state graph, under the
+	// spec's Fairness, once every state is found.
+	Liveness []LivenessProperty
 	// MaxStates stops exploration (as an error) beyond this many distinct
 	// states; 0 means no limit.
 	MaxStates int
@@ -27,7 +30,7 @@ type Step struct {
 // trace to it.
 type Violation struct {
 	Property string
-	Kind     string // "invariant" or "action property"
+	Kind     string // "invariant", "action property" or "liveness"
 	Trace    []Step
 }
 
@@ -101,8 +104,16 @@ func (m *Model) Explore(opts Options) (*Report, error) {
 		}
 		return true
 	}
+	var g *graph // the state graph, kept only to check liveness
+	if len(opts.Liveness) > 0 {
+		g = &graph{}
+	}
 	init := m.Init()
 	add(init.Key(), -1, Label{})
+	if g != nil {
+		g.states = append(g.states, init)
+		g.edges = append(g.edges, nil)
+	}
 	rep.Generated, rep.Depth = 1, 1
 	done := func() (*Report, error) {
 		rep.Distinct = len(keys)
@@ -134,10 +145,18 @@ func (m *Model) Explore(opts Options) (*Report, error) {
 					}
 				}
 				k := t.Key()
-				if _, seen := ids[k]; seen {
+				if id, seen := ids[k]; seen {
+					if g != nil {
+						g.edges[cur] = append(g.edges[cur], edge{to: id, l: l})
+					}
 					return
 				}
 				id := add(k, int32(cur), l)
+				if g != nil {
+					g.edges[cur] = append(g.edges[cur], edge{to: id, l: l})
+					g.states = append(g.states, t.Clone())
+					g.edges = append(g.edges, nil)
+				}
 				rep.Depth = max(rep.Depth, depth+1)
 				rep.NewStates[l.Act]++
 				next = append(next, *t) // t is the step's own state: no copy needed
@@ -155,6 +174,12 @@ func (m *Model) Explore(opts Options) (*Report, error) {
 		lo, states = hi, next
 	}
 	rep.StateSetHash = model.StateSetHash(keys)
+	for _, p := range opts.Liveness {
+		if v := m.checkLiveness(g, p, trace); v != nil {
+			rep.Violation = v
+			break
+		}
+	}
 	return done()
 }
 

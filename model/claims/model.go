@@ -2,13 +2,17 @@
 // protocol (docs/claims.md).
 //
 // It mirrors spec/tla/Claims.tla action for action: the state variables
-// (rev, gen, claim, holders, up, cache, lease, chan and the ghost ended),
+// (rev, gen, claim, holders, up, cache, lease, chan and the ghosts ended
+// and lineage),
 // the actions (Claim, PlaceLocal, Route, Release, Ambiguous, Resolve,
 // Close, Reconcile, Expire, BumpGeneration, Receive, Duplicate, Drop,
-// Disconnect, Reconnect, Crash), the invariants and the action properties
-// carry the same names, and the broken variants of spec/tla/MCClaims.tla
-// are switchable by name (Model.Override). The model is pure: no wall
-// clock, no shared state, no goroutines.
+// Disconnect, Reconnect, Crash), the invariants, the action properties and
+// the liveness properties (checked under the spec's Fairness on the whole
+// state graph) carry the same names, and the broken variants of
+// spec/tla/MCClaims.tla are switchable by name (Model.Override). The ghosts
+// ended and lineage are written by TrackEnded and TrackLineage, outside
+// every action; the properties measure with them, never with a claim's
+// Born. The model is pure: no wall clock, no shared state, no goroutines.
 //
 // Explore enumerates every reachable state of a model configured from a
 // TLC config file (spec/tla/MCClaims*.cfg), breadth first, and its tests
@@ -99,6 +103,7 @@ type State struct {
 	Lease   []Lease
 	Chan    [][]Event
 	Ended   []uint64 // ghost, per session: bit v set when revision v ended
+	Lineage []int    // ghost, per session: the revision that began its claim's lineage (0: no claim)
 }
 
 // Clone returns a deep copy of s.
@@ -115,6 +120,7 @@ func (s *State) Clone() State {
 		n.Chan[i] = append([]Event(nil), q...)
 	}
 	n.Ended = append([]uint64(nil), s.Ended...)
+	n.Lineage = append([]int(nil), s.Lineage...)
 	return n
 }
 
@@ -179,6 +185,7 @@ func (m *Model) Init() State {
 		Lease:   make([]Lease, nr*ns),
 		Chan:    make([][]Event, nr),
 		Ended:   make([]uint64, ns),
+		Lineage: make([]int, ns),
 	}
 	for w := range s.Gen {
 		s.Gen[w] = 1
@@ -221,6 +228,7 @@ func appendKey(b []byte, s *State) []byte {
 		w(c.Attempt)
 		b = appendU64(b, s.Holders[i])
 		b = appendU64(b, s.Ended[i])
+		w(s.Lineage[i])
 	}
 	for _, u := range s.Up {
 		if u {

@@ -79,6 +79,40 @@ func TestResetEvictsButKeepsUnclaimed(t *testing.T) {
 	require.Equal(t, 1, s.Claim[0].Target)
 }
 
+// TestLineageIsHistory: the ghost lineage follows the claims' history, not
+// their born: a resolve that moves born (BugResolveRestartsLineage) leaves
+// it, and HoldersCoverLeases, measured with it, sees the hold a reconnect
+// then drops.
+func TestLineageIsHistory(t *testing.T) {
+	resolve1 := Label{Act: ActResolve, R: None, S: 0, W: None, A: 1, Accepted: true}
+	steps := []Label{claim(0, 0, 0), rs(ActRoute, 0, 0), rs(ActAmbiguous, 0, 0), resolve1,
+		onR(ActDisconnect, 0), onR(ActReconnect, 0)}
+	m := testModel(t, 1)
+	s := do(t, m, m.Init(), steps...)
+	require.Equal(t, 1, s.Claim[0].Born)
+	require.Equal(t, 1, s.Lineage[0])
+	require.True(t, Invariants["HoldersCoverLeases"].Holds(m, &s))
+	bug := testModel(t, 1)
+	require.NoError(t, bug.Override("Resolve", "BugResolveRestartsLineage"))
+	s = do(t, bug, bug.Init(), steps...)
+	require.Equal(t, 3, s.Claim[0].Born, "the variant moved born")
+	require.Equal(t, 1, s.Lineage[0], "the ghost did not follow it")
+	require.False(t, Invariants["HoldersCoverLeases"].Holds(bug, &s), "r1's requests on revision 1 are unheld")
+}
+
+// TestCrashedHoldsAreLeaked: a crash that keeps the replica's holds
+// (BugCrashKeepsHolds) breaks HoldsAreLeases; the spec's Crash does not.
+func TestCrashedHoldsAreLeaked(t *testing.T) {
+	steps := []Label{claim(0, 0, 0), rs(ActRoute, 0, 0), onR(ActCrash, 0)}
+	m := testModel(t, 1)
+	s := do(t, m, m.Init(), steps...)
+	require.True(t, Invariants["HoldsAreLeases"].Holds(m, &s))
+	bug := testModel(t, 1)
+	require.NoError(t, bug.Override("Crash", "BugCrashKeepsHolds"))
+	s = do(t, bug, bug.Init(), steps...)
+	require.False(t, Invariants["HoldsAreLeases"].Holds(bug, &s))
+}
+
 func TestFaultBudget(t *testing.T) {
 	m := testModel(t, 1)
 	s := do(t, m, m.Init(), onR(ActCrash, 0), onR(ActCrash, 1))

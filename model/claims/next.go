@@ -110,8 +110,9 @@ func (m *Model) apply(s *State, l Label) (State, bool) {
 	return State{}, false
 }
 
-// Apply performs the step l names on s, the ghost ended included (the
-// spec's Next /\ TrackEnded), and reports whether it is enabled.
+// Apply performs the step l names on s, the ghosts ended and lineage
+// included (the spec's Next /\ TrackEnded /\ TrackLineage), and reports
+// whether it is enabled.
 func (m *Model) Apply(s *State, l Label) (State, bool) {
 	fault := l.Act.IsFault()
 	if fault && s.Faults >= m.Cfg.MaxFaults {
@@ -123,6 +124,7 @@ func (m *Model) Apply(s *State, l Label) (State, bool) {
 			n.Faults = s.Faults + 1
 		}
 		TrackEnded(s, &n)
+		TrackLineage(s, &n)
 	}
 	return n, ok
 }
@@ -146,6 +148,24 @@ func TrackEnded(s, t *State) {
 			t.Ended[ss] = s.Ended[ss] | 1<<uint(c.Rev)
 		} else {
 			t.Ended[ss] = s.Ended[ss]
+		}
+	}
+}
+
+// TrackLineage sets the ghost lineage of t, the state after a step from s,
+// as the spec's TrackLineage does: written as history, from the claims'
+// states, targets and generations, never from their Born (which the
+// actions write).
+func TrackLineage(s, t *State) {
+	for ss, c := range s.Claim {
+		nc := t.Claim[ss]
+		switch {
+		case nc.St == StNone:
+			t.Lineage[ss] = 0
+		case c.St == StNone || nc.Target != c.Target || nc.Gen != c.Gen:
+			t.Lineage[ss] = nc.Rev
+		default:
+			t.Lineage[ss] = s.Lineage[ss]
 		}
 	}
 }

@@ -1,6 +1,7 @@
 package claims
 
 import (
+	"fmt"
 	"go/ast"
 	"go/parser"
 	"go/token"
@@ -40,14 +41,24 @@ func stripComments(s string) string {
 	return regexp.MustCompile(`\\\*[^\n]*`).ReplaceAllString(s, " ")
 }
 
+// ghostDefs are the definitions of the protocol part that write the ghosts
+// the guarantees measure with: they are held to the guarantees' rule.
+var ghostDefs = []string{"TrackEnded", "TrackLineage"}
+
+// bornField is a use of a claim's `born`, which the actions write: no
+// guarantee may measure with it (the ghost lineage is the yardstick).
+var bornField = regexp.MustCompile(`\.born\b`)
+
 // ownDefsViolations lists where the guarantees of claims (Claims.tla's
-// text) or the witnesses of mc (MCClaims.tla's) use an action or a
-// definition an action uses; only the constant set ClaimStates is shared.
+// text), the definitions that write its ghosts (TrackEnded, TrackLineage)
+// or the witnesses of mc (MCClaims.tla's) use an action, a definition an
+// action uses, or a claim's born; only the constant set ClaimStates is
+// shared.
 func ownDefsViolations(t *testing.T, claims, mc string) []string {
 	t.Helper()
 	i := strings.Index(claims, ownDefsMarker)
 	require.Greater(t, i, 0, "Claims.tla has no %q section", ownDefsMarker)
-	pnames, _ := tlaBodies(stripComments(claims[:i]))
+	pnames, pbodies := tlaBodies(stripComments(claims[:i]))
 	forbidden := map[string]bool{}
 	for _, n := range pnames {
 		forbidden[n] = true
@@ -56,19 +67,30 @@ func ownDefsViolations(t *testing.T, claims, mc string) []string {
 		delete(forbidden, ok)
 	}
 	var out []string
+	checkBody := func(file, n, body string) {
+		body = regexp.MustCompile(`"[^"]*"`).ReplaceAllString(body, " ") // action names as labels are data
+		for _, id := range tlaIdent.FindAllString(body, -1) {
+			if forbidden[id] && id != n {
+				out = append(out, file+": "+n+" uses "+id)
+			}
+		}
+		if bornField.MatchString(body) {
+			out = append(out, file+": "+n+" uses born")
+		}
+	}
 	check := func(file, text string) {
 		names, bodies := tlaBodies(text)
 		for _, n := range names {
 			if forbidden[n] {
 				continue // a definition of the protocol part itself
 			}
-			body := regexp.MustCompile(`"[^"]*"`).ReplaceAllString(bodies[n], " ") // action names as labels are data
-			for _, id := range tlaIdent.FindAllString(body, -1) {
-				if forbidden[id] {
-					out = append(out, file+": "+n+" uses "+id)
-				}
-			}
+			checkBody(file, n, bodies[n])
 		}
+	}
+	for _, n := range ghostDefs {
+		body, ok := pbodies[n]
+		require.True(t, ok, "Claims.tla does not define %s", n)
+		checkBody("Claims.tla", n, body)
 	}
 	check("Claims.tla", stripComments(claims[i:]))
 	mcs := stripComments(mc)
@@ -93,10 +115,24 @@ func TestPropertiesUseOwnDefinitions(t *testing.T) {
 	require.Contains(t, string(b), own)
 	broken := strings.Replace(string(b), own, "ClaimCurrent(s) == claim[s].st # \"None\" /\\ ~Stale(claim[s])", 1)
 	require.Equal(t, []string{"Claims.tla: ClaimCurrent uses Stale"}, ownDefsViolations(t, broken, string(mc)))
+	// born: a lineage measured with the claim's own born is reported, in a
+	// guarantee's helper and in the ghost's definition alike.
+	lin := "lease[r][s].rev >= lineage[s]"
+	require.Contains(t, string(b), lin)
+	broken = strings.Replace(string(b), lin, "lease[r][s].rev >= claim[s].born", 1)
+	require.Equal(t, []string{"Claims.tla: LeasesOnLineage uses born"}, ownDefsViolations(t, broken, string(mc)))
+	track := "THEN claim'[s].rev"
+	require.Contains(t, string(b), track)
+	broken = strings.Replace(string(b), track, "THEN claim'[s].born", 1)
+	require.Equal(t, []string{"Claims.tla: TrackLineage uses born"}, ownDefsViolations(t, broken, string(mc)))
+	broken = strings.Replace(string(b), track, "THEN NewClaim(claim'[s].target).rev", 1)
+	require.Equal(t, []string{"Claims.tla: TrackLineage uses NewClaim"}, ownDefsViolations(t, broken, string(mc)))
 }
 
 // TestGoPropertiesUseOwnFunctions: the Go invariants, properties and
-// witnesses call no function of the actions (actions.go, bugs.go, next.go).
+// witnesses, and the functions that write the ghosts (TrackEnded,
+// TrackLineage), call no function of the actions (actions.go, bugs.go,
+// next.go) and read no claim's Born.
 func TestGoPropertiesUseOwnFunctions(t *testing.T) {
 	fset := token.NewFileSet()
 	forbidden := map[string]bool{}
@@ -113,7 +149,42 @@ func TestGoPropertiesUseOwnFunctions(t *testing.T) {
 	for _, f := range []string{"properties.go", "witnesses.go"} {
 		af, err := parser.ParseFile(fset, f, nil, 0)
 		require.NoError(t, err)
-		ast.Inspect(af, func(n ast.Node) bool {
+		require.Empty(t, goOwnViolations(fset, af, forbidden, nil), f)
+	}
+	af, err := parser.ParseFile(fset, "next.go", nil, 0)
+	require.NoError(t, err)
+	ghosts := map[string]bool{"TrackEnded": true, "TrackLineage": true}
+	require.Empty(t, goOwnViolations(fset, af, forbidden, ghosts))
+	// The check has teeth: TrackLineage reading Born, or calling newClaim, is reported.
+	src, err := os.ReadFile("next.go")
+	require.NoError(t, err)
+	for _, c := range []struct{ from, to, want string }{
+		{"t.Lineage[ss] = nc.Rev", "t.Lineage[ss] = nc.Born", "reads Born"},
+		{"t.Lineage[ss] = nc.Rev", "t.Lineage[ss] = newClaim(s, nc.Target).Rev", "calls newClaim"},
+	} {
+		require.Contains(t, string(src), c.from)
+		af, err := parser.ParseFile(fset, "next.go", strings.Replace(string(src), c.from, c.to, 1), 0)
+		require.NoError(t, err)
+		v := goOwnViolations(fset, af, forbidden, ghosts)
+		require.Len(t, v, 1)
+		require.Contains(t, v[0], c.want)
+	}
+}
+
+// goOwnViolations lists the calls of forbidden functions and the reads of
+// a Born field in af's functions (only those named in only, when not nil;
+// the properties and witnesses are built in init functions).
+func goOwnViolations(fset *token.FileSet, af *ast.File, forbidden, only map[string]bool) []string {
+	var out []string
+	for _, d := range af.Decls {
+		fd, ok := d.(*ast.FuncDecl)
+		if !ok || (only != nil && !only[fd.Name.Name]) {
+			continue
+		}
+		ast.Inspect(fd.Body, func(n ast.Node) bool {
+			if sel, ok := n.(*ast.SelectorExpr); ok && sel.Sel.Name == "Born" {
+				out = append(out, fmt.Sprintf("%s: %s reads Born", fset.Position(sel.Pos()), fd.Name.Name))
+			}
 			call, ok := n.(*ast.CallExpr)
 			if !ok {
 				return true
@@ -125,8 +196,11 @@ func TestGoPropertiesUseOwnFunctions(t *testing.T) {
 			case *ast.SelectorExpr:
 				name = fn.Sel.Name
 			}
-			require.False(t, forbidden[name], "%s: %s calls %s, a function of the actions", f, fset.Position(call.Pos()), name)
+			if forbidden[name] && name != fd.Name.Name {
+				out = append(out, fmt.Sprintf("%s: %s calls %s, a function of the actions", fset.Position(call.Pos()), fd.Name.Name, name))
+			}
 			return true
 		})
 	}
+	return out
 }

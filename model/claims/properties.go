@@ -41,11 +41,20 @@ func claimCurrent(s *State, ss int) bool {
 	return c.St != StNone && s.Gen[c.Target] == c.Gen
 }
 
-// leasesOnLineage is the spec's LeasesOnLineage(r, s).
+// leasesOnLineage is the spec's LeasesOnLineage(r, s): measured against
+// the ghost lineage, never the claim's Born (which the actions write).
 func leasesOnLineage(m *Model, s *State, r, ss int) bool {
 	l := s.Lease[m.ix(r, ss)]
-	return l.N > 0 && s.Claim[ss].St != StNone && l.Rev >= s.Claim[ss].Born
+	return l.N > 0 && s.Claim[ss].St != StNone && l.Rev >= s.Lineage[ss]
 }
+
+// dispatches is the spec's Dispatches(r, s) of the step from s to t.
+func dispatches(m *Model, s, t *State, r, ss int) bool {
+	i := m.ix(r, ss)
+	return t.Lease[i].N > s.Lease[i].N
+}
+
+func holds(s *State, r, ss int) bool { return s.Holders[ss]&(1<<uint(r)) != 0 }
 
 func inEnded(s *State, ss, v int) bool { return v >= 0 && v < 64 && s.Ended[ss]&(1<<uint(v)) != 0 }
 
@@ -61,8 +70,8 @@ var Invariants = map[string]Invariant{}
 // ActionProperties are the spec's action properties, by name.
 var ActionProperties = map[string]ActionProperty{}
 
-// PropertyNames lists every invariant, action property and witness the
-// model checks, sorted.
+// PropertyNames lists every invariant, action property, liveness property
+// and witness the model checks, sorted.
 func PropertyNames() []string {
 	var out []string
 	for _, mp := range []map[string]Invariant{Invariants, WitnessInvariants} {
@@ -74,6 +83,9 @@ func PropertyNames() []string {
 		for n := range mp {
 			out = append(out, n)
 		}
+	}
+	for n := range LivenessProperties {
+		out = append(out, n)
 	}
 	sort.Strings(out)
 	return out
@@ -99,6 +111,9 @@ func init() {
 					return false
 				}
 				if s.Ended[ss]&^((uint64(1)<<uint(s.Rev+1))-2) != 0 { // ended ⊆ 1..rev
+					return false
+				}
+				if s.Lineage[ss] < 0 || s.Lineage[ss] > s.Rev {
 					return false
 				}
 			}
@@ -176,6 +191,33 @@ func init() {
 			}
 			return true
 		}},
+		{"HoldsAreLeases", func(m *Model, s *State) bool {
+			for ss := range m.Cfg.Sessions {
+				for r := range m.Cfg.Replicas {
+					if s.Up[r] && holds(s, r, ss) && !leasesOnLineage(m, s, r, ss) {
+						return false
+					}
+				}
+			}
+			return true
+		}},
+		{"CachedClaimsCurrent", func(m *Model, s *State) bool {
+			for r := range m.Cfg.Replicas {
+				for ss := range m.Cfg.Sessions {
+					e := s.Cache[m.ix(r, ss)]
+					if !s.Up[r] || !e.St.claimed() {
+						continue
+					}
+					if c := s.Claim[ss]; c.St == e.St && c.Rev == e.Rev {
+						continue
+					}
+					if !windowOK(m, s, r, ss) {
+						return false
+					}
+				}
+			}
+			return true
+		}},
 	} {
 		Invariants[inv.Name] = inv
 	}
@@ -221,7 +263,110 @@ func init() {
 			}
 			return true
 		}},
+		{"DispatchesFromCurrentClaim", func(m *Model, s *State, l Label, t *State) bool {
+			for r := range m.Cfg.Replicas {
+				for ss := range m.Cfg.Sessions {
+					if !dispatches(m, s, t, r, ss) {
+						continue
+					}
+					i := m.ix(r, ss)
+					e, c := s.Cache[i], s.Claim[ss]
+					if (e.St != StBound && e.St != StUnclaimed) || s.Gen[e.Target] != e.Gen || t.Lease[i].Rev != e.Rev {
+						return false
+					}
+					if !s.Up[r] || e.St != StBound {
+						continue
+					}
+					current := c.St == StBound && c.Rev == e.Rev
+					if s.Lease[i].N == 0 {
+						if !current || !holds(t, r, ss) {
+							return false
+						}
+					} else if !current && !windowOK(m, s, r, ss) {
+						return false
+					}
+				}
+			}
+			return true
+		}},
+		{"QuarantineLifecycle", func(m *Model, s *State, l Label, t *State) bool {
+			for ss := range m.Cfg.Sessions {
+				c, nc := s.Claim[ss], t.Claim[ss]
+				if nc.St == StQuarantined && nc != c {
+					if l.Act != ActAmbiguous || l.S != ss || c.St != StBound {
+						return false
+					}
+					if ls := s.Lease[m.ix(l.R, ss)]; ls.N == 0 || ls.Rev != c.Rev || nc.Attempt != c.Rev {
+						return false
+					}
+				}
+				if c.St == StQuarantined && nc != c {
+					settled := l.Act == ActResolve && l.S == ss && l.A == c.Attempt && s.Gen[c.Target] == c.Gen
+					expired := l.Act == ActExpire && l.S == ss
+					if !settled && !expired && s.Gen[c.Target] == c.Gen {
+						return false
+					}
+				}
+			}
+			return true
+		}},
+		{"LineagesBeginByCreate", func(m *Model, s *State, l Label, t *State) bool {
+			for ss, c := range s.Claim {
+				if t.Claim[ss].St == StNone || t.Lineage[ss] == s.Lineage[ss] {
+					continue
+				}
+				if (l.Act != ActClaim && l.Act != ActReconcile) || l.S != ss {
+					return false
+				}
+				if c.St != StNone && s.Gen[c.Target] == c.Gen {
+					return false
+				}
+			}
+			return true
+		}},
+		{"UnclaimedOnlyWhenUnreachable", func(m *Model, s *State, l Label, t *State) bool {
+			for r := range m.Cfg.Replicas {
+				for ss := range m.Cfg.Sessions {
+					i := m.ix(r, ss)
+					if t.Cache[i].St == StUnclaimed && t.Cache[i] != s.Cache[i] && s.Up[r] {
+						return false
+					}
+				}
+			}
+			return true
+		}},
 	} {
 		ActionProperties[p.Name] = p
 	}
+}
+
+// LivenessProperty is a spec property \A r, s : P(r, s) ~> ~P(r, s) under
+// the spec's Fairness: a situation P that must end does end.
+type LivenessProperty struct {
+	Name string
+	Due  func(m *Model, s *State, r, ss int) bool // P(r, s)
+}
+
+// LivenessProperties are the spec's liveness properties, by name.
+var LivenessProperties = map[string]LivenessProperty{
+	"EndedEvicted":        {Name: "EndedEvicted", Due: evictionDue},
+	"UnclaimedReconciled": {Name: "UnclaimedReconciled", Due: reconcileDue},
+	"StaleReread":         {Name: "StaleReread", Due: rereadDue},
+}
+
+// evictionDue is the spec's EvictionDue(r, s).
+func evictionDue(m *Model, s *State, r, ss int) bool {
+	e := s.Cache[m.ix(r, ss)]
+	return s.Up[r] && e.St.claimed() && inEnded(s, ss, e.Rev)
+}
+
+// reconcileDue is the spec's ReconcileDue(r, s).
+func reconcileDue(m *Model, s *State, r, ss int) bool {
+	return s.Up[r] && s.Cache[m.ix(r, ss)].St == StUnclaimed && s.Rev < m.Cfg.MaxRev
+}
+
+// rereadDue is the spec's RereadDue(r, s).
+func rereadDue(m *Model, s *State, r, ss int) bool {
+	e := s.Cache[m.ix(r, ss)]
+	return s.Up[r] && e.St.claimed() && s.Gen[e.Target] != e.Gen && (claimCurrent(s, ss) || s.Rev < m.Cfg.MaxRev)
 }

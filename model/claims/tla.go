@@ -54,6 +54,7 @@ func (m *Model) DecodeKey(key string) (State, error) {
 		c.Rev, c.Born, c.Target, c.Gen, c.Attempt = rd(), rd(), rd(), rd(), rd()
 		s.Holders[i] = u64()
 		s.Ended[i] = u64()
+		s.Lineage[i] = rd()
 	}
 	for r := range s.Up {
 		s.Up[r] = rd() == 0
@@ -161,6 +162,7 @@ func (m *Model) FormatState(s *State) string {
 		}
 		return "{" + strings.Join(xs, ", ") + "}"
 	})
+	fn("lineage", c.Sessions, func(i int) string { return strconv.Itoa(s.Lineage[i]) })
 	return b.String()
 }
 
@@ -280,6 +282,9 @@ func (m *Model) stateFromValues(vars map[string]*tlcout.Value) (State, error) {
 			}
 			s.Ended[i] |= 1 << uint(v)
 		}
+	}
+	for i, lv := range fn(vars["lineage"], "lineage", c.Sessions) {
+		s.Lineage[i] = num(lv, "lineage[s]")
 	}
 	return s, err
 }

@@ -1,5 +1,7 @@
 package claims
 
+import "math/bits"
+
 // WitnessInvariants and WitnessActions mirror spec/tla/MCClaims.tla's
 // Never* definitions: each says an interesting situation never happens, and
 // its MCClaimsWitness*.cfg must report it violated, which shows that the
@@ -28,6 +30,14 @@ func init() {
 		{"NeverCloseDeferred", func(m *Model, s *State) bool {
 			for _, c := range s.Claim {
 				if c.St == StClosing {
+					return false
+				}
+			}
+			return true
+		}},
+		{"NeverClosingTwoHolders", func(m *Model, s *State) bool {
+			for ss, c := range s.Claim {
+				if c.St == StClosing && bits.OnesCount64(s.Holders[ss]) >= 2 {
 					return false
 				}
 			}
@@ -93,6 +103,26 @@ func init() {
 			i := m.ix(l.R, l.S)
 			e, c := s.Cache[i], s.Claim[l.S]
 			return !(t.Lease[i].N > s.Lease[i].N && e.St == StBound && !(c.St != StNone && c.Target == e.Target))
+		}},
+		{"NeverRequarantine", func(m *Model, s *State, l Label, t *State) bool {
+			for ss, c := range s.Claim {
+				if c.St == StBound && c.Rev > s.Lineage[ss] && t.Claim[ss].St == StQuarantined {
+					return false
+				}
+			}
+			return true
+		}},
+		{"NeverReholdRewritten", func(m *Model, s *State, l Label, t *State) bool {
+			if l.Act != ActReconnect {
+				return true
+			}
+			for ss, c := range s.Claim {
+				ls := s.Lease[m.ix(l.R, ss)]
+				if ls.N > 0 && c.St == StBound && ls.Rev >= s.Lineage[ss] && ls.Rev != c.Rev {
+					return false
+				}
+			}
+			return true
 		}},
 	} {
 		WitnessActions[p.Name] = p

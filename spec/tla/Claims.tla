@@ -21,7 +21,10 @@
 (* a worker's generation is a counter, not its registration's revision;    *)
 (* a replica sees generation moves at once; the store itself is always up, *)
 (* unreachability is per replica; an attempt is named by the revision it   *)
-(* was dispatched under.                                                   *)
+(* was dispatched under, so a second ambiguous outcome under the same      *)
+(* revision (another replica's attempt) changes nothing here: the store   *)
+(* refuses it, and its replica's local quarantine is not modelled          *)
+(* (docs/claims.md, guarantee 4).                                          *)
 (***************************************************************************)
 EXTENDS Naturals, FiniteSets, Sequences
 
@@ -52,15 +55,16 @@ VARIABLES
     lease,    \* replica -> session -> its local leases: how many, on which revision
     chan,     \* replica -> its watch channel: Delete and Reset events not yet processed
     ended,    \* ghost: session -> the revisions of its claim that ended
+    lineage,  \* ghost: session -> the revision that began its claim's lineage (0: no claim)
     step      \* ghost: the label of the step just taken (see Next)
 
 vars == <<faults, rev, gen, claim, holders, up, cache, lease, chan>>
-(* The ghost `step` is set in Next, outside every action, and `ended` by  *)
-(* TrackEnded, a definition of its own: a broken variant of an action     *)
-(* cannot move them. `View` leaves `step` out, so TLC and the Go model     *)
-(* count the same states.                                                  *)
-allvars == <<vars, ended, step>>
-View == <<vars, ended>>
+(* The ghost `step` is set in Next, outside every action, and `ended` and *)
+(* `lineage` by TrackEnded and TrackLineage, definitions of their own: a   *)
+(* broken variant of an action cannot move them. `View` leaves `step`     *)
+(* out, so TLC and the Go model count the same states.                     *)
+allvars == <<vars, ended, lineage, step>>
+View == <<vars, ended, lineage>>
 
 ClaimStates == {"Bound", "Quarantined", "Closing"}
 Resolutions == {"Accepted", "NotAccepted"}
@@ -117,6 +121,7 @@ Init ==
     /\ lease = [r \in Replicas |-> [s \in Sessions |-> NoLease]]
     /\ chan = [r \in Replicas |-> <<>>]
     /\ ended = [s \in Sessions |-> {}]
+    /\ lineage = [s \in Sessions |-> 0]
     /\ step = Label("Init", NoReplica, NoSession, NoWorker, 0, "None")
 
 -----------------------------------------------------------------------------
@@ -381,12 +386,45 @@ TrackEnded ==
                 IF claim[s].st # "None" /\ (claim'[s].st = "None" \/ claim'[s].rev # claim[s].rev)
                 THEN ended[s] \cup {claim[s].rev} ELSE ended[s]]
 
-Spec == Init /\ [][Next /\ TrackEnded]_allvars
+(* lineage: the revision that began the current claim's lineage, written *)
+(* as history: a claim that appears (from none) or changes its target or  *)
+(* generation begins a lineage at its revision; a rewrite that keeps them *)
+(* (a quarantine, a resolve, a deferred close) continues it. It never     *)
+(* reads `born`, which the actions write: an action that moves `born`     *)
+(* does not move this yardstick.                                           *)
+TrackLineage ==
+    lineage' = [s \in Sessions |->
+                  IF claim'[s].st = "None" THEN 0
+                  ELSE IF \/ claim[s].st = "None"
+                          \/ claim'[s].target # claim[s].target
+                          \/ claim'[s].gen # claim[s].gen
+                       THEN claim'[s].rev
+                       ELSE lineage[s]]
+
+(* Fairness: a replica processes its watch events, reconciles its         *)
+(* unclaimed placements once it reaches the store, and re-reads a cached   *)
+(* claim whose worker's generation moved on (Reclaim: its next turn's     *)
+(* CreateOrGet); all weakly. Nothing else is forced: clients may stop, a  *)
+(* replica may stay away from the store. Safety checks ignore it.         *)
+(* Each is its disjunct of Next, with its label (Did leaves faults alone). *)
+Reclaim(r, s) ==
+    /\ cache[r][s].st \in ClaimStates
+    /\ \E w \in Workers : Claim(r, s, w) /\ Did("Claim", r, s, w, 0, "None")
+Fairness ==
+    \A r \in Replicas :
+        /\ WF_vars(Receive(r) /\ OnR("Receive", r))
+        /\ \A s \in Sessions :
+              /\ WF_vars(Reconcile(r, s) /\ OnRS("Reconcile", r, s))
+              /\ WF_vars(Reclaim(r, s))
+
+Spec == Init /\ [][Next /\ TrackEnded /\ TrackLineage]_allvars /\ Fairness
 
 -----------------------------------------------------------------------------
 (* What the guarantees promise is said with these definitions, the ghosts  *)
 (* and the step's label only, never with the actions or the definitions   *)
-(* actions use (Stale, Routable, NeedsClaim, ResetPending, ...).           *)
+(* actions use (Stale, Routable, NeedsClaim, ResetPending, ...), nor with  *)
+(* a claim's `born`, which the actions write (the ghost `lineage` is the   *)
+(* yardstick of a lineage).                                                *)
 
 (* Replica r may route s from its cache: a claim it read, bound, and its  *)
 (* worker still at the claim's generation.                                 *)
@@ -400,10 +438,13 @@ EndNotYetSeen(r, s, v) ==
         \/ chan[r][i].kind = "Delete" /\ chan[r][i].s = s /\ chan[r][i].rev = v
 (* The claim's worker is at the claim's generation.                        *)
 ClaimCurrent(s) == claim[s].st # "None" /\ gen[claim[s].target] = claim[s].gen
-(* r has local leases on the lineage of s's current claim.                 *)
+(* r has local leases on the lineage of s's current claim (the ghost      *)
+(* lineage, not the claim's own `born`).                                   *)
 LeasesOnLineage(r, s) ==
     /\ lease[r][s].n > 0 /\ claim[s].st # "None"
-    /\ lease[r][s].rev >= claim[s].born
+    /\ lease[r][s].rev >= lineage[s]
+(* A step dispatches a new request of s on r: r's local leases grow.       *)
+Dispatches(r, s) == lease'[r][s].n > lease[r][s].n
 
 -----------------------------------------------------------------------------
 (* Invariants.                                                             *)
@@ -417,6 +458,7 @@ TypeOK ==
          /\ claim[s].rev \in 0..rev
          /\ holders[s] \subseteq Replicas
          /\ ended[s] \subseteq 1..rev
+         /\ lineage[s] \in 0..rev
     /\ up \in [Replicas -> BOOLEAN]
     /\ \A r \in Replicas :
          /\ Len(chan[r]) <= MaxChan
@@ -460,6 +502,24 @@ QuarantineEverywhere ==
 HoldersCoverLeases ==
     \A r \in Replicas, s \in Sessions : up[r] /\ LeasesOnLineage(r, s) => r \in holders[s]
 
+(* E. No leaked holds (the other direction): a connected replica holds a  *)
+(* claim only while it has local leases on its lineage. A hold that       *)
+(* outlives its leases (a crash, a lost Unhold) keeps a Closing claim     *)
+(* from being deleted and an idle one from expiring.                      *)
+HoldsAreLeases ==
+    \A s \in Sessions, r \in Replicas : (up[r] /\ r \in holders[s]) => LeasesOnLineage(r, s)
+
+(* D. Eviction is complete. A connected replica caches a claim (in any    *)
+(* state: bound, quarantined, closing) only as the store has it now (the  *)
+(* same revision, so the same state), or within the window after that     *)
+(* revision ended, until it processes its Delete or a Reset.              *)
+CachedClaimsCurrent ==
+    \A r \in Replicas, s \in Sessions :
+        (up[r] /\ cache[r][s].st \in ClaimStates) =>
+            \/ claim[s].st = cache[r][s].st /\ claim[s].rev = cache[r][s].rev
+            \/ /\ cache[r][s].rev \in ended[s]
+               /\ EndNotYetSeen(r, s, cache[r][s].rev)
+
 -----------------------------------------------------------------------------
 (* Action properties.                                                      *)
 
@@ -491,5 +551,81 @@ FirstWriterWins ==
     [][\A s \in Sessions :
           (ClaimCurrent(s) /\ claim'[s].st # "None") =>
               claim'[s].target = claim[s].target /\ claim'[s].gen = claim[s].gen]_allvars
+
+(* A. Dispatches are safe (a step property: a state cannot tell a good    *)
+(* dispatch from a bad one that leads to the same state). Every new       *)
+(* request is dispatched from a bound claim or an unclaimed placement,    *)
+(* under the cached revision, to the worker incarnation it names; a       *)
+(* connected replica's first request on a claim is dispatched only when   *)
+(* that revision is the store's claim, Bound, and held by it; its later   *)
+(* ones (the hot path) only while that revision is current, or within the *)
+(* routing window after it ended.                                          *)
+DispatchesFromCurrentClaim ==
+    [][\A r \in Replicas, s \in Sessions :
+          Dispatches(r, s) =>
+              LET e == cache[r][s] IN
+              /\ e.st \in {"Bound", "Unclaimed"}
+              /\ gen[e.target] = e.gen
+              /\ lease'[r][s].rev = e.rev
+              /\ (up[r] /\ e.st = "Bound") =>
+                    IF lease[r][s].n = 0
+                    THEN claim[s].st = "Bound" /\ claim[s].rev = e.rev /\ r \in holders'[s]
+                    ELSE \/ claim[s].st = "Bound" /\ claim[s].rev = e.rev
+                         \/ e.rev \in ended[s] /\ EndNotYetSeen(r, s, e.rev)]_allvars
+
+(* B. The quarantine lifecycle. A quarantine begins only by an ambiguous   *)
+(* report of a request dispatched under the claim's current, Bound        *)
+(* revision, and names that revision as its attempt. It ends only by a    *)
+(* Resolve that names its attempt while its worker is at its generation,  *)
+(* by expiry (no replica holds it), or because its worker's generation    *)
+(* moved on (the claim is stale and may be replaced).                     *)
+QuarantineLifecycle ==
+    [][\A s \in Sessions :
+          /\ (claim'[s].st = "Quarantined" /\ claim'[s] # claim[s]) =>
+                /\ step'.act = "Ambiguous" /\ step'.s = s
+                /\ claim[s].st = "Bound"
+                /\ lease[step'.r][s].n > 0 /\ lease[step'.r][s].rev = claim[s].rev
+                /\ claim'[s].attempt = claim[s].rev
+          /\ (claim[s].st = "Quarantined" /\ claim'[s] # claim[s]) =>
+                \/ /\ step'.act = "Resolve" /\ step'.s = s /\ step'.a = claim[s].attempt
+                   /\ gen[claim[s].target] = claim[s].gen
+                \/ step'.act = "Expire" /\ step'.s = s
+                \/ gen[claim[s].target] # claim[s].gen]_allvars
+
+(* C. Lineages begin only by CreateOrGet (Claim, or the store-down        *)
+(* reconcile) where the session has no claim or a stale one: a rewrite    *)
+(* (a quarantine, a resolve, a deferred close, a touch) never begins one, *)
+(* and nothing writes a deleted claim back. Measured with the ghost       *)
+(* lineage, not the claim's `born`.                                        *)
+LineagesBeginByCreate ==
+    [][\A s \in Sessions :
+          (claim'[s].st # "None" /\ lineage'[s] # lineage[s]) =>
+              /\ step'.act \in {"Claim", "Reconcile"} /\ step'.s = s
+              /\ (claim[s].st = "None" \/ gen[claim[s].target] # claim[s].gen)]_allvars
+
+(* G. Liveness, under Fairness. Each says that a situation that must end   *)
+(* does end (P ~> ~P, the core's form). The premises leave out what the   *)
+(* bounds forbid: a write needs a revision below MaxRev.                   *)
+(* A connected replica's cached claim whose revision ended is evicted.     *)
+EvictionDue(r, s) ==
+    up[r] /\ cache[r][s].st \in ClaimStates /\ cache[r][s].rev \in ended[s]
+(* A connected replica's unclaimed placement is reconciled.                *)
+ReconcileDue(r, s) == up[r] /\ cache[r][s].st = "Unclaimed" /\ rev < MaxRev
+(* A connected replica's cached claim whose worker's generation moved on   *)
+(* is read again (or evicted).                                             *)
+RereadDue(r, s) ==
+    /\ up[r] /\ cache[r][s].st \in ClaimStates
+    /\ gen[cache[r][s].target] # cache[r][s].gen
+    /\ (ClaimCurrent(s) \/ rev < MaxRev)
+
+EndedEvicted == \A r \in Replicas, s \in Sessions : EvictionDue(r, s) ~> ~EvictionDue(r, s)
+UnclaimedReconciled == \A r \in Replicas, s \in Sessions : ReconcileDue(r, s) ~> ~ReconcileDue(r, s)
+StaleReread == \A r \in Replicas, s \in Sessions : RereadDue(r, s) ~> ~RereadDue(r, s)
+
+(* F. Unclaimed placements are made only where the store is unreachable:  *)
+(* a connected replica never places a session on its own.                 *)
+UnclaimedOnlyWhenUnreachable ==
+    [][\A r \in Replicas, s \in Sessions :
+          (cache'[r][s].st = "Unclaimed" /\ cache'[r][s] # cache[r][s]) => ~up[r]]_allvars
 
 =============================================================================
