@@ -1,5 +1,5 @@
 // Command mutants runs the bug zoo: every deliberately broken variant of
-// impl/placement, impl/affinity, impl/policyqueue and impl/replica
+// impl/placement, impl/affinity, impl/policyqueue, impl/replica and impl/claims/etcdstore (with its embedded server)
 // (compiled in only with -tags placement_mutants) against the checkers of
 // its package, in order, and prints which checker caught it and how fast.
 // It fails unless every variant is caught, and also checks that the
@@ -109,6 +109,49 @@ var replicaVariants = []struct{ name, doc string }{
 	{"DropsLeasedSlot", "the keepalive drops a slot with no current record and no hold while a record of it has requests in flight: their claim expires under them"},
 }
 
+// etcdVariants are the broken variants of impl/claims/etcdstore and its
+// embedded server, as their mutant("…") hooks name them. They fault the
+// store's own code against a real etcd, where each has one deterministic
+// catcher (etcdCatchers): the zoo runs that one test, not every etcd test
+// under every variant, which would take minutes each.
+var etcdVariants = []struct{ name, doc string }{
+	{"ResolveTwoReads", "Resolve reads the claim, then the registration in a second call: a stale verdict names a claim that was no longer current"},
+	{"EOFNotUnavailable", "a dropped connection's bare io.EOF (and other transport errors without a gRPC status) is a plain error, not unavailable: the store is not marked down"},
+	{"RefreshLossUnmarked", "a claim's lease refresh that finds the store unreachable after a write leaves the store marked up (no Reset)"},
+	{"SessionNotResumed", "a session ended on the client side starts a new lease even when the old one lives: the registrations on it expire after the heal"},
+	{"RegistrationsNotRewritten", "after the session's lease expired, the store's registrations are not written again on the new lease: live workers vanish"},
+	{"NoReadIdleTimeout", "embedded.NewClient's connections have no read-idle timeout: a dead connection is noticed only by gRPC's 10 s keepalive"},
+}
+
+// etcdCatchers names each etcd variant's catcher.
+var etcdCatchers = map[string]struct{ name, pkg, test string }{
+	"ResolveTwoReads":           {"etcdstore fault tests", "impl/claims/etcdstore", "TestResolveJudgesOneMoment"},
+	"EOFNotUnavailable":         {"etcdstore fault tests", "impl/claims/etcdstore", "TestTouchConnectionCut"},
+	"RefreshLossUnmarked":       {"etcdstore fault tests", "impl/claims/etcdstore", "TestRefreshConnectionCut"},
+	"SessionNotResumed":         {"etcdstore outage tests", "impl/claims/etcdstore", "TestQuorumLossKeepsRegistrations"},
+	"RegistrationsNotRewritten": {"etcdstore outage tests", "impl/claims/etcdstore", "TestSessionLost"},
+	"NoReadIdleTimeout":         {"embedded client tests", "impl/claims/etcdstore/embedded", "TestClientNoticesDeadConnection"},
+}
+
+// etcdCheckers are the etcd catchers as the unbroken build runs them, one
+// run per package.
+func etcdCheckers() []struct{ name, pkg, test string } {
+	tests := map[string][]string{}
+	var pkgs []string
+	for _, v := range etcdVariants {
+		c := etcdCatchers[v.name]
+		if tests[c.pkg] == nil {
+			pkgs = append(pkgs, c.pkg)
+		}
+		tests[c.pkg] = append(tests[c.pkg], c.test)
+	}
+	var out []struct{ name, pkg, test string }
+	for _, pkg := range pkgs {
+		out = append(out, struct{ name, pkg, test string }{pkg + " catchers", pkg, strings.Join(tests[pkg], "|")})
+	}
+	return out
+}
+
 // The checkers, in the order they are tried: test is an anchored -test.run
 // pattern. The contract tests (impl/placement's TestContract_*) check the
 // rules no model step can see: what a request's Done gives back, attempt
@@ -177,7 +220,13 @@ func run() int {
 	}
 	defer os.RemoveAll(dir)
 	bins := map[string]string{}
-	for _, c := range append(append(append(append([]struct{ name, pkg, test string }{}, checkers...), affinityCheckers...), queueCheckers...), replicaCheckers...) {
+	all := append(append(append(append([]struct{ name, pkg, test string }{}, checkers...), affinityCheckers...), queueCheckers...), replicaCheckers...)
+	if !*bounds {
+		// The bound audit leaves the etcd packages out: no other package's
+		// variant reaches their code, and their catchers bound their own waits.
+		all = append(all, etcdCheckers()...)
+	}
+	for _, c := range all {
 		pkg := c.pkg
 		if bins[pkg] != "" {
 			continue
@@ -202,7 +251,7 @@ func run() int {
 	base.SetLimit(max(1, *jobs))
 	var baseMu sync.Mutex
 	start := time.Now()
-	for _, c := range append(append(append(append([]struct{ name, pkg, test string }{}, checkers...), affinityCheckers...), queueCheckers...), replicaCheckers...) {
+	for _, c := range all {
 		base.Go(func() error {
 			if ok, _, detail := runChecker(bins[c.pkg], c.pkg, reports, "", c.test, 1); !ok {
 				baseMu.Lock()
@@ -221,8 +270,10 @@ func run() int {
 		what     string
 		variants []struct{ name, doc string }
 		checkers []struct{ name, pkg, test string }
-	}{{"impl/placement", variants, checkers}, {"impl/affinity", affinityVariants, affinityCheckers},
-		{"impl/policyqueue", queueVariants, queueCheckers}, {"impl/replica", replicaVariants, replicaCheckers}} {
+		catchers map[string]struct{ name, pkg, test string } // one checker per variant, when set
+	}{{"impl/placement", variants, checkers, nil}, {"impl/affinity", affinityVariants, affinityCheckers, nil},
+		{"impl/policyqueue", queueVariants, queueCheckers, nil}, {"impl/replica", replicaVariants, replicaCheckers, nil},
+		{"impl/claims/etcdstore", etcdVariants, nil, etcdCatchers}} {
 		fmt.Printf("\n%-27s %-26s %8s  %s\n", "VARIANT ("+zoo.what+")", "CAUGHT BY", "TIME", "FIRST DIVERGENCE")
 		// Up to -j variants at once; their rows print in order, each as
 		// soon as it and those before it are done.
@@ -235,7 +286,11 @@ func run() int {
 		go func() {
 			for i, v := range zoo.variants {
 				g.Go(func() error {
-					row, ok, hangs := checkVariant(v.name, zoo.checkers, bins, reports)
+					checkers := zoo.checkers
+					if zoo.catchers != nil {
+						checkers = []struct{ name, pkg, test string }{zoo.catchers[v.name]}
+					}
+					row, ok, hangs := checkVariant(v.name, checkers, bins, reports)
 					mu.Lock()
 					if ok {
 						caught++
@@ -252,7 +307,7 @@ func run() int {
 		}
 		_ = g.Wait()
 	}
-	total := len(variants) + len(affinityVariants) + len(queueVariants) + len(replicaVariants)
+	total := len(variants) + len(affinityVariants) + len(queueVariants) + len(replicaVariants) + len(etcdVariants)
 	fmt.Printf("caught %d/%d\n", caught, total)
 	if hung > 0 {
 		fmt.Printf("mutants: %d checker runs did not end within %v\n", hung, *bound)
@@ -463,7 +518,21 @@ func checkVariants() error {
 	if err := checkHooks("impl/policyqueue", queueVariants); err != nil {
 		return err
 	}
-	return checkHooks("impl/replica", replicaVariants)
+	if err := checkHooks("impl/replica", replicaVariants); err != nil {
+		return err
+	}
+	var store, embedded []struct{ name, doc string }
+	for _, v := range etcdVariants {
+		if etcdCatchers[v.name].pkg == "impl/claims/etcdstore/embedded" {
+			embedded = append(embedded, v)
+		} else {
+			store = append(store, v)
+		}
+	}
+	if err := checkHooks("impl/claims/etcdstore", store); err != nil {
+		return err
+	}
+	return checkHooks("impl/claims/etcdstore/embedded", embedded)
 }
 
 func checkHooks(dir string, table []struct{ name, doc string }) error {
