@@ -69,6 +69,9 @@
 //     proposing its local target: first writer wins, and a session whose
 //     claim another replica wrote meanwhile follows that claim at its next
 //     turn (Stats.ReconcilesLost).
+//   - The replica's idle TTL is the store's (claims.Store.IdleTTL) unless
+//     Config.IdleTTL sets a shorter one; a longer one is refused at New
+//     (a *ConfigError), since its keepalive would let claims in use expire.
 //   - A keepalive goroutine touches every claim held with local leases at
 //     least every TouchInterval (IdleTTL/3 by default), and each claim used
 //     since its last pass once more (one rewritten elsewhere while

@@ -41,6 +41,10 @@ package replica
 //     current record and no hold even while a record of it has requests
 //     in flight: no pass touches their claim again, and it expires under
 //     them (linearizability/claimslin's routing runs found it).
+//   - IgnoresStoreTTL: a Config left at IdleTTL zero means
+//     claims.DefaultIdleTTL whatever the store's, and a longer one than
+//     the store's is accepted: the keepalive touches too seldom and
+//     claims in use expire in the store (issue 25, item 2).
 //
 // mutant_test.go checks that each of them fails a contract test.
 func mutant(string) bool { return false }

@@ -27,6 +27,7 @@ var variants = []struct{ name, catcher string }{
 	{"DefersEveryRecord", "TestGap_DeleteDuringQuarantineWriteEvictsBinding"},
 	{"ForgetsLateQuarantine", "TestGap_LateQuarantineWriteResolved"},
 	{"DropsLeasedSlot", "TestGap_SlotKeptWhileLeased"},
+	{"IgnoresStoreTTL", "TestGap_IdleTTLFromStore"},
 }
 
 // TestVariantsCaught re-runs this test binary under each variant with its

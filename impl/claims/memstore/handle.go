@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sort"
+	"time"
 
 	"github.com/placementlab/placement/impl/claims"
 )
@@ -390,6 +391,9 @@ func (h *handle) Events(ctx context.Context) (<-chan claims.Event, error) {
 	go s.pump(ctx)
 	return s.ch, nil
 }
+
+// IdleTTL implements claims.Store: the backend's idle time-to-live.
+func (h *handle) IdleTTL() time.Duration { return h.b.ttl }
 
 // Shutdown implements claims.Store: h's holds and registrations vanish,
 // its streams close, later calls fail with claims.ErrClosed.

@@ -104,6 +104,7 @@ var replicaVariants = []struct{ name, doc string }{
 	{"DefersEveryRecord", "a Delete waits for a write of the key in flight whatever the cached record: a binding under the replaced revision keeps routing"},
 	{"ForgetsLateQuarantine", "a quarantine write that lands after Resolve settled its attempt locally is left in the store: every replica refuses the session"},
 	{"DropsLeasedSlot", "the keepalive drops a slot with no current record and no hold while a record of it has requests in flight: their claim expires under them"},
+	{"IgnoresStoreTTL", "a replica left at IdleTTL zero uses the 30-minute default whatever the store's TTL (a longer one is accepted too): claims in use expire"},
 }
 
 // The checkers, in the order they are tried: test is an anchored -test.run
