@@ -450,6 +450,23 @@ func (c *Coordinator) Resolve(ctx context.Context, key string, attempt uint64, g
 		rec := s.cur.Load()
 		local := rec != nil && rec.state == recQuarantined && rec.own && !rec.written &&
 			rec.attempt == attempt && rec.gen == gen
+		if local && rec.unsure {
+			// Its write's reply was lost: the store may hold it. Read
+			// what the store holds first (when the read fails, it is
+			// settled here, and the queued retry reads again).
+			rev := rec.rev
+			s.mu.Unlock()
+			cl, landed, known, _ := c.readQuarantine(ctx, key, rev, attempt, gen)
+			s.mu.Lock()
+			if s.cur.Load() == rec && rec.state == recQuarantined && !rec.written && known {
+				rec.unsure = false
+				if landed {
+					rec.rev, rec.written = cl.Rev, true
+					c.st.quarantinesWritten.Add(1)
+				}
+			}
+			local = s.cur.Load() == rec && rec.state == recQuarantined && !rec.written
+		}
 		if local && accepted && !rec.unclaimed {
 			s.mu.Unlock()
 			if done, err := c.resolveUnwritten(ctx, s, rec, attempt); done {
@@ -683,7 +700,7 @@ func (c *Coordinator) runRetries(ctx context.Context) {
 			keep = append(keep, ops[i:]...)
 			break
 		}
-		if err := op.fn(ctx); errors.Is(err, claims.ErrUnavailable) {
+		if err := op.fn(ctx); unknownOutcome(err) {
 			keep = append(keep, op)
 		}
 	}

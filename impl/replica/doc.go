@@ -44,6 +44,15 @@
 //     store's Resolve with the same outcome (Stats.LateQuarantinesResolved),
 //     so that no replica refuses the session for a quarantine already
 //     settled.
+//   - A store write whose reply was lost (an unavailable error or a
+//     deadline: the write may or may not have been applied) is settled by
+//     reading the store (Store.Get), as the project settles an ambiguous
+//     dispatch, never assumed either way. A Quarantine is the store's when
+//     the claim read is quarantined with its attempt (attempt ids are
+//     unique): Resolve then settles it in the store; when the read fails
+//     too, the quarantine is settled locally, and the queued retry reads
+//     again once the store answers (a quarantine that landed is then
+//     resolved there with the same outcome).
 //   - Coordinator.Resolve of a quarantine whose worker re-registered or
 //     left (the store's claims.FencedError.Stale) drops the local
 //     quarantine and returns ErrQuarantineOver: the next turn replaces

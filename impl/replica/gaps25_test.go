@@ -50,3 +50,74 @@ func TestGap_IdleTTLLongerThanStoreRefused(t *testing.T) {
 	assert.Equal(t, 30*time.Second, c.cfg.IdleTTL)
 	require.NoError(t, c.Close())
 }
+
+// ambiguousTurn places "s" on r1 to w1 and completes it Ambiguous: the
+// quarantine's error.
+func ambiguousTurn(t *testing.T, r1 *Coordinator) *QuarantinedError {
+	t.Helper()
+	tu, err := r1.Start(tctx(t), "s", to("w1"))
+	require.NoError(t, err)
+	var qe *QuarantinedError
+	require.ErrorAs(t, tu.Complete(placement.Ambiguous), &qe)
+	tu.Done(false)
+	return qe
+}
+
+// servesSession checks that r serves "s" on w1 (no quarantine refusal),
+// within waitFor.
+func servesSession(t *testing.T, r *Coordinator) {
+	t.Helper()
+	var last error
+	ok := assert.Eventually(t, func() bool {
+		tu, err := r.Start(tctx(t), "s", to("w1"))
+		if last = err; err != nil {
+			return false
+		}
+		defer tu.Done(false)
+		if !tu.Hit() {
+			require.NoError(t, tu.Complete(placement.Accepted))
+		}
+		return assert.Equal(t, claims.Target{Worker: "w1"}, tu.Target())
+	}, waitFor, tick)
+	require.True(t, ok, "%s does not serve the session: %v", r.Name(), last)
+}
+
+// A quarantine write whose reply was lost (it landed in the store, and
+// the replica saw an unavailable error) is settled by reading the store:
+// the replica knows the store holds the quarantine, so Resolve settles it
+// there, and every replica serves the session again (issue 25, item 1).
+func TestGap_LostQuarantineReplySettled(t *testing.T) {
+	e := newEnv(t, 1, nil, 0)
+	r1, _ := e.replica("r1")
+	r2, _ := e.replica("r2")
+	e.b.LoseReply("r1", "quarantine", 1, false)
+	qe := ambiguousTurn(t, r1)
+	require.Equal(t, claims.Quarantined, mustClaim(t, e, "s").State, "the quarantine landed")
+	require.NoError(t, r1.Resolve(tctx(t), "s", qe.Attempt, qe.Gen, true))
+	r1.Tick(tctx(t)) // the retries
+	cl := mustClaim(t, e, "s")
+	require.Equal(t, claims.Bound, cl.State, "Resolve returned nil, yet the store keeps the quarantine")
+	servesSession(t, r2)
+	servesSession(t, r1)
+	assert.Equal(t, uint64(1), r1.Stats().QuarantinesWritten)
+}
+
+// The same when the connection is cut as the reply is lost: the replica
+// cannot read the outcome, so Resolve settles the quarantine locally, and
+// once the store is back the replica reads what happened: the
+// quarantine landed, and the store learns the outcome (issue 25, item 1).
+func TestGap_LostQuarantineReplySettledAfterCut(t *testing.T) {
+	e := newEnv(t, 1, nil, 0)
+	r1, _ := e.replica("r1")
+	r2, _ := e.replica("r2")
+	e.b.LoseReply("r1", "quarantine", 1, true)
+	qe := ambiguousTurn(t, r1)
+	require.Equal(t, claims.Quarantined, mustClaim(t, e, "s").State, "the quarantine landed")
+	require.NoError(t, r1.Resolve(tctx(t), "s", qe.Attempt, qe.Gen, false))
+	e.b.SetUnavailable("r1", false)
+	require.Eventually(t, func() bool {
+		_, ok := e.claimOf("s")
+		return !ok
+	}, waitFor, tick, "the store keeps a quarantine the replica settled not accepted")
+	servesSession(t, r2)
+}

@@ -45,6 +45,10 @@ package replica
 //     claims.DefaultIdleTTL whatever the store's, and a longer one than
 //     the store's is accepted: the keepalive touches too seldom and
 //     claims in use expire in the store (issue 25, item 2).
+//   - UnsettledQuarantine: a quarantine write whose reply was lost is
+//     taken as not applied (the store is not read): Resolve settles it
+//     locally and the store keeps the quarantine, so every replica
+//     refuses the session (issue 25, item 1).
 //
 // mutant_test.go checks that each of them fails a contract test.
 func mutant(string) bool { return false }

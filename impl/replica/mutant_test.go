@@ -28,6 +28,7 @@ var variants = []struct{ name, catcher string }{
 	{"ForgetsLateQuarantine", "TestGap_LateQuarantineWriteResolved"},
 	{"DropsLeasedSlot", "TestGap_SlotKeptWhileLeased"},
 	{"IgnoresStoreTTL", "TestGap_IdleTTLFromStore"},
+	{"UnsettledQuarantine", "TestGap_LostQuarantineReplySettled"},
 }
 
 // TestVariantsCaught re-runs this test binary under each variant with its

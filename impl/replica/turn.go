@@ -563,21 +563,23 @@ func (c *Coordinator) quarantine(t *Turn, coreErr error) error {
 	s.writing++
 	epoch := c.epoch.Load()
 	s.mu.Unlock()
-	err := c.writeQuarantine(context.WithoutCancel(t.ctx), rec, rev, amb.Attempt, gen, epoch)
-	if errors.Is(err, claims.ErrUnavailable) {
+	err := c.writeQuarantine(context.WithoutCancel(t.ctx), rec, rev, amb.Attempt, gen, epoch, false)
+	if unknownOutcome(err) {
 		c.addRetry("quarantine", func(ctx context.Context) error {
 			s.mu.Lock()
 			pending := rec.state == recQuarantined && !rec.written && s.cur.Load() == rec
-			s.writing++
-			epoch := c.epoch.Load()
-			s.mu.Unlock()
-			if !pending {
-				s.mu.Lock()
-				s.writing--
+			// Settled or ended here meanwhile, but the store may hold the
+			// quarantine all the same (a write whose reply was lost): read
+			// what it holds (the late-quarantine path settles it there).
+			unsure := rec.unsure && !rec.written
+			if !pending && !unsure {
 				s.mu.Unlock()
 				return nil
 			}
-			return c.writeQuarantine(ctx, rec, rev, amb.Attempt, gen, epoch)
+			s.writing++
+			epoch := c.epoch.Load()
+			s.mu.Unlock()
+			return c.writeQuarantine(ctx, rec, rev, amb.Attempt, gen, epoch, !pending)
 		})
 	}
 	s.mu.Lock()
@@ -586,17 +588,54 @@ func (c *Coordinator) quarantine(t *Turn, coreErr error) error {
 	return qe
 }
 
-// writeQuarantine writes rec's quarantine to the store, fenced by rev.
-// The caller counted the write in s.writing; it is uncounted here, and
-// the events that waited for it are applied.
-func (c *Coordinator) writeQuarantine(parent context.Context, rec *record, rev int64, attempt uint64, gen int64, epoch uint64) error {
+// writeQuarantine writes rec's quarantine to the store, fenced by rev
+// (with readOnly, it only reads whether an earlier write of it landed).
+// A write whose outcome is unknown (its reply lost) or that was refused
+// as moved (an earlier write of it may have landed) is settled by reading
+// the store (readQuarantine), never assumed either way; when the read
+// fails too, rec stays unsure and the caller's retry reads again. The
+// caller counted the write in s.writing; it is uncounted here, and the
+// events that waited for it are applied.
+func (c *Coordinator) writeQuarantine(parent context.Context, rec *record, rev int64, attempt uint64, gen int64, epoch uint64, readOnly bool) error {
 	s := rec.s
-	ctx, cancel := c.opCtx(parent)
-	q, err := c.store.Quarantine(ctx, s.key, rev, attempt, gen)
-	cancel()
-	c.note(err)
+	var q claims.Claim
+	var err error = errUnsettled
+	if !readOnly {
+		ctx, cancel := c.opCtx(parent)
+		q, err = c.store.Quarantine(ctx, s.key, rev, attempt, gen)
+		cancel()
+		c.note(err)
+	}
+	known := err == nil
+	if err != nil && (unknownOutcome(err) || errors.Is(err, claims.ErrClaimMoved)) && !mutant("UnsettledQuarantine") {
+		cl, landed, ok, gerr := c.readQuarantine(parent, s.key, rev, attempt, gen)
+		known = ok
+		switch {
+		case landed:
+			q, err = cl, nil
+		case ok && readOnly:
+			err = nil // it never landed: nothing to settle in the store
+		case ok && unknownOutcome(err) && cl.Rev != rev:
+			err = fmt.Errorf("replica: quarantine of %q rev %d: the claim moved on (rev %d): %w", s.key, rev, cl.Rev, claims.ErrClaimMoved)
+		case !ok && readOnly:
+			err = gerr
+		}
+	} else if mutant("UnsettledQuarantine") {
+		known = true
+	}
 	s.mu.Lock()
 	s.writing--
+	if known {
+		rec.unsure = false
+	} else if unknownOutcome(err) {
+		rec.unsure = true
+	}
+	if err == nil && q.Rev == 0 {
+		// Read only: it never landed.
+		defer s.mu.Unlock()
+		c.applyDeferredLocked(s, rec)
+		return nil
+	}
 	if err == nil {
 		c.st.quarantinesWritten.Add(1)
 		rec.rev, rec.written = q.Rev, true
@@ -1015,4 +1054,36 @@ func (c *Coordinator) kickTouch(rec *record) {
 	case c.kickCh <- rec:
 	default:
 	}
+}
+
+// errUnsettled stands for the unknown outcome of a write that an earlier
+// call left unsettled (its reply lost, and the store not read since).
+var errUnsettled = &claims.UnavailableError{Op: "settle", Err: errors.New("replica: a write's outcome is not known yet")}
+
+// unknownOutcome reports whether a store write that ended with err may or
+// may not have been applied: its reply was lost (the store unreachable as
+// it answered, the connection cut after the request was sent, or the
+// call's deadline passed). The project treats such a write as it treats
+// a dispatch: its outcome is settled by reading the store, never assumed.
+func unknownOutcome(err error) bool {
+	return errors.Is(err, claims.ErrUnavailable) || errors.Is(err, context.DeadlineExceeded)
+}
+
+// readQuarantine reads key's claim to settle a Quarantine of attempt (at
+// gen, fenced by rev) whose outcome is unknown: landed when the claim is
+// quarantined with attempt at gen (attempt ids are unique: it is this
+// write's); otherwise cl is the claim read (zero when there is none).
+// known is false when the read failed (gerr).
+func (c *Coordinator) readQuarantine(parent context.Context, key string, rev int64, attempt uint64, gen int64) (cl claims.Claim, landed, known bool, gerr error) {
+	ctx, cancel := c.opCtx(parent)
+	cl, ok, gerr := c.store.Get(ctx, key)
+	cancel()
+	c.note(gerr)
+	if gerr != nil {
+		return claims.Claim{}, false, false, gerr
+	}
+	if !ok {
+		return claims.Claim{}, false, true, nil
+	}
+	return cl, cl.State == claims.Quarantined && cl.Attempt == attempt && cl.Gen == gen, true, nil
 }

@@ -105,6 +105,7 @@ var replicaVariants = []struct{ name, doc string }{
 	{"ForgetsLateQuarantine", "a quarantine write that lands after Resolve settled its attempt locally is left in the store: every replica refuses the session"},
 	{"DropsLeasedSlot", "the keepalive drops a slot with no current record and no hold while a record of it has requests in flight: their claim expires under them"},
 	{"IgnoresStoreTTL", "a replica left at IdleTTL zero uses the 30-minute default whatever the store's TTL (a longer one is accepted too): claims in use expire"},
+	{"UnsettledQuarantine", "a quarantine write whose reply was lost is taken as not applied (the store is not read): the store keeps a quarantine settled locally, and every replica refuses the session"},
 }
 
 // The checkers, in the order they are tried: test is an anchored -test.run
