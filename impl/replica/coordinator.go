@@ -47,6 +47,11 @@ type Coordinator struct {
 	retryMu sync.Mutex
 	retries []retryOp
 
+	// doubts are the Resolves whose outcome is unknown, with their
+	// quarantine's revision (0: unknown). Guarded by doubtMu.
+	doubtMu sync.Mutex
+	doubts  map[doubtKey]int64
+
 	// reholdQ are the records to hold again by their revision
 	// (claims.HoldLineage) at the next keepalive pass. Guarded by
 	// reholdMu.
@@ -523,11 +528,12 @@ func (c *Coordinator) Resolve(ctx context.Context, key string, attempt uint64, g
 	s.mu.Lock()
 	s.writing++
 	epoch := c.epoch.Load()
+	var qRev int64 // the quarantine's revision, when this replica caches it
+	if rec := s.cur.Load(); rec != nil && rec.state == recQuarantined && rec.attempt == attempt && rec.gen == gen && rec.written {
+		qRev = rec.rev
+	}
 	s.mu.Unlock()
-	sctx, cancel := c.opCtx(ctx)
-	cl, ok, err := c.store.Resolve(sctx, key, attempt, gen, accepted)
-	cancel()
-	c.note(err)
+	cl, ok, err := c.storeResolve(ctx, key, attempt, gen, accepted, qRev)
 	var hold *record
 	s.mu.Lock()
 	s.writing--
@@ -709,4 +715,94 @@ func (c *Coordinator) runRetries(ctx context.Context) {
 		c.retries = append(keep, c.retries...)
 		c.retryMu.Unlock()
 	}
+}
+
+// doubtKey names a Resolve whose outcome is unknown (its reply lost, and
+// the read that would settle it failed too).
+type doubtKey struct {
+	key      string
+	attempt  uint64
+	gen      int64
+	accepted bool
+}
+
+// maxDoubts bounds the Resolves in doubt a replica remembers.
+const maxDoubts = 1024
+
+// storeResolve is the store's Resolve of key's quarantine of attempt (at
+// gen; qRev is its revision when known, else 0), bounded by StoreTimeout.
+// A Resolve whose outcome is unknown (its reply lost) is settled by
+// reading the claim (resolvedBy); when that read fails too, the Resolve is
+// remembered as in doubt and its unavailable error returned, and a retry
+// of it that the store fences is judged by the claim the store reports
+// (FencedError.Current): a retried Resolve whose first try applied
+// succeeds.
+func (c *Coordinator) storeResolve(parent context.Context, key string, attempt uint64, gen int64, accepted bool, qRev int64) (claims.Claim, bool, error) {
+	ctx, cancel := c.opCtx(parent)
+	cl, ok, err := c.store.Resolve(ctx, key, attempt, gen, accepted)
+	cancel()
+	c.note(err)
+	if err == nil || mutant("UnsettledResolve") {
+		return cl, ok, err
+	}
+	dk := doubtKey{key, attempt, gen, accepted}
+	var fe *claims.FencedError
+	switch {
+	case unknownOutcome(err):
+		rctx, cancel := c.opCtx(parent)
+		cur, found, gerr := c.store.Get(rctx, key)
+		cancel()
+		c.note(gerr)
+		if gerr != nil {
+			c.doubtMu.Lock()
+			if c.doubts == nil {
+				c.doubts = map[doubtKey]int64{}
+			}
+			if len(c.doubts) >= maxDoubts {
+				for k := range c.doubts {
+					delete(c.doubts, k)
+					break
+				}
+			}
+			c.doubts[dk] = qRev
+			c.doubtMu.Unlock()
+			return cl, ok, err
+		}
+		if found && cur.State == claims.Quarantined && cur.Attempt == attempt && cur.Gen == gen {
+			return cl, ok, err // not applied: the caller may try again
+		}
+		if resolvedBy(cur, found, gen, accepted, qRev) {
+			return resolveResult(cur, found, accepted)
+		}
+		return claims.Claim{}, false, &claims.FencedError{Key: key, Attempt: attempt, Gen: gen, Current: cur, Found: found}
+	case errors.As(err, &fe) && !fe.Stale:
+		c.doubtMu.Lock()
+		q, doubt := c.doubts[dk]
+		delete(c.doubts, dk)
+		c.doubtMu.Unlock()
+		if doubt && resolvedBy(fe.Current, fe.Found, gen, accepted, q) {
+			return resolveResult(fe.Current, fe.Found, accepted)
+		}
+	}
+	return cl, ok, err
+}
+
+// resolvedBy reports whether cur (found: the claim read after a Resolve of
+// a quarantine at gen, quarantined at revision qRev if known, whose
+// outcome was unknown) is what that Resolve leaves: accepted, the
+// quarantine's lineage bound again at gen (a revision after qRev); not
+// accepted, the lineage gone (no claim, or a newer lineage).
+func resolvedBy(cur claims.Claim, found bool, gen int64, accepted bool, qRev int64) bool {
+	if accepted {
+		return found && cur.State == claims.Bound && cur.Gen == gen && (qRev == 0 || cur.Born <= qRev && cur.Rev > qRev)
+	}
+	return !found || qRev != 0 && cur.Born > qRev || qRev == 0 && cur.Gen != gen
+}
+
+// resolveResult is a Resolve's answer when it applied, from the claim read.
+func resolveResult(cur claims.Claim, found, accepted bool) (claims.Claim, bool, error) {
+	if accepted && found {
+		return cur, true, nil
+	}
+	return claims.Claim{}, false, nil
 }

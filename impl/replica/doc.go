@@ -52,7 +52,13 @@
 //     unique): Resolve then settles it in the store; when the read fails
 //     too, the quarantine is settled locally, and the queued retry reads
 //     again once the store answers (a quarantine that landed is then
-//     resolved there with the same outcome).
+//     resolved there with the same outcome). A Resolve is judged by the
+//     quarantine's end (its lineage bound again at its generation, or
+//     gone): one that applied returns nil, and one whose read failed too
+//     returns its unavailable error and is remembered, so that its retry,
+//     fenced by its own first try, succeeds. A Close is counted by the
+//     claim read (gone: deleted; Closing in its lineage: deferred; its
+//     revision still current: retried, reading first).
 //   - Coordinator.Resolve of a quarantine whose worker re-registered or
 //     left (the store's claims.FencedError.Stale) drops the local
 //     quarantine and returns ErrQuarantineOver: the next turn replaces

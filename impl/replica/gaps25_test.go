@@ -121,3 +121,66 @@ func TestGap_LostQuarantineReplySettledAfterCut(t *testing.T) {
 	}, waitFor, tick, "the store keeps a quarantine the replica settled not accepted")
 	servesSession(t, r2)
 }
+
+// A terminal close whose reply was lost is counted by what the store
+// shows: the close that deleted the claim counts as deleted, one that
+// deferred it (another replica holds it) as deferred; neither as stale,
+// and nothing is left to retry (issue 25, item 5).
+func TestGap_LostCloseReplyCounted(t *testing.T) {
+	e := newEnv(t, 1, nil, 0)
+	r1, _ := e.replica("r1")
+	r2, _ := e.replica("r2")
+	e.b.LoseReply("r1", "close", 1, false)
+	serve(t, r1, "s", to("w1"), placement.Accepted, true)
+	r1.Tick(tctx(t))
+	_, ok := e.claimOf("s")
+	require.False(t, ok, "the close deleted the claim")
+	st := r1.Stats()
+	assert.Equal(t, uint64(1), st.ClosesDeleted, "a close that deleted the claim")
+	assert.Zero(t, st.ClosesStale, "a close that deleted the claim counted as stale")
+	assert.Zero(t, st.PendingWrites)
+
+	// Deferred: r2 holds the claim as r1's close lands.
+	a := open(t, r2, "s", to("w1"))
+	defer a.Done(false)
+	e.b.LoseReply("r1", "close", 1, true) // and the connection is cut
+	serve(t, r1, "s", nil, placement.Accepted, true)
+	require.Equal(t, claims.Closing, mustClaim(t, e, "s").State)
+	e.b.SetUnavailable("r1", false)
+	require.Eventually(t, func() bool { r1.Tick(tctx(t)); return r1.Stats().PendingWrites == 0 }, waitFor, tick)
+	st = r1.Stats()
+	assert.Equal(t, uint64(1), st.ClosesDeferred, "a close that deferred the claim")
+	assert.Zero(t, st.ClosesStale, "a close that deferred the claim counted as stale")
+}
+
+// A Resolve whose reply was lost is settled by reading the store: here
+// it applied, so it returns nil (the store answers the read), and a
+// retried Resolve after one whose outcome could not be read (the
+// connection cut) succeeds instead of being fenced by its own first try
+// (issue 25, item 5).
+func TestGap_LostResolveReplySettled(t *testing.T) {
+	e := newEnv(t, 1, nil, 0)
+	r1, _ := e.replica("r1")
+	r2, _ := e.replica("r2")
+	qe := ambiguousTurn(t, r1)
+	require.NotZero(t, qe.Rev)
+	e.b.LoseReply("r2", "resolve", 1, false)
+	require.NoError(t, r2.Resolve(tctx(t), "s", qe.Attempt, qe.Gen, true), "a Resolve that applied")
+	require.Equal(t, claims.Bound, mustClaim(t, e, "s").State)
+	servesSession(t, r1)
+
+	// Cut: the first try's outcome cannot be read; the retry succeeds.
+	bound := mustClaim(t, e, "s")
+	e.endClaim("s")
+	waitDeleted(t, r1, "s", bound.Rev+1)
+	qe = ambiguousTurn(t, r1)
+	require.NotZero(t, qe.Rev)
+	e.b.LoseReply("r1", "resolve", 1, true)
+	err := r1.Resolve(tctx(t), "s", qe.Attempt, qe.Gen, false)
+	require.ErrorIs(t, err, claims.ErrUnavailable, "the outcome is not known")
+	_, ok := e.claimOf("s")
+	require.False(t, ok, "the Resolve applied")
+	e.b.SetUnavailable("r1", false)
+	require.NoError(t, r1.Resolve(tctx(t), "s", qe.Attempt, qe.Gen, false), "a retried Resolve whose first try applied")
+	servesSession(t, r2)
+}

@@ -81,7 +81,10 @@ type Stats struct {
 	// ClosesDeleted, ClosesDeferred and ClosesStale count this replica's
 	// terminal closes by result: the claim deleted; marked Closing
 	// because another replica holds it; fenced off because the revision
-	// held was no longer current (nothing changed).
+	// held was no longer current (nothing changed). A close whose reply
+	// was lost is counted by what the store shows when it is read (no
+	// claim, or a newer lineage: deleted; Closing: deferred), not as the
+	// stale answer its retry would get.
 	ClosesDeleted, ClosesDeferred, ClosesStale uint64
 	// QuarantinesWritten counts the ambiguous dispatches of this replica
 	// recorded in the store; QuarantinesShared the quarantines of other

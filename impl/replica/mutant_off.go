@@ -49,6 +49,13 @@ package replica
 //     taken as not applied (the store is not read): Resolve settles it
 //     locally and the store keeps the quarantine, so every replica
 //     refuses the session (issue 25, item 1).
+//   - UnsettledResolve: a Resolve whose reply was lost is not settled by
+//     reading the store: it returns the unavailable error though it
+//     applied, and its retry is fenced by its own first try (issue 25,
+//     item 5).
+//   - UnsettledClose: a terminal close whose reply was lost is retried
+//     without reading the store: a close that deleted or deferred the
+//     claim is counted as stale (issue 25, item 5).
 //
 // mutant_test.go checks that each of them fails a contract test.
 func mutant(string) bool { return false }

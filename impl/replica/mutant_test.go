@@ -29,6 +29,8 @@ var variants = []struct{ name, catcher string }{
 	{"DropsLeasedSlot", "TestGap_SlotKeptWhileLeased"},
 	{"IgnoresStoreTTL", "TestGap_IdleTTLFromStore"},
 	{"UnsettledQuarantine", "TestGap_LostQuarantineReplySettled"},
+	{"UnsettledResolve", "TestGap_LostResolveReplySettled"},
+	{"UnsettledClose", "TestGap_LostCloseReplyCounted"},
 }
 
 // TestVariantsCaught re-runs this test binary under each variant with its

@@ -648,19 +648,14 @@ func (c *Coordinator) writeQuarantine(parent context.Context, rec *record, rev i
 		// the attempt and generation, like any Resolve); the Deletes it
 		// brings evict what is cached.
 		s.writing++
+		qRev := rec.rev
 		s.mu.Unlock()
-		ctx, cancel := c.opCtx(context.WithoutCancel(parent))
-		_, _, rerr := c.store.Resolve(ctx, s.key, attempt, gen, settled == settledAccepted)
-		cancel()
-		c.note(rerr)
+		_, _, rerr := c.storeResolve(context.WithoutCancel(parent), s.key, attempt, gen, settled == settledAccepted, qRev)
 		if rerr == nil {
 			c.st.lateQuarantinesResolved.Add(1)
-		} else if errors.Is(rerr, claims.ErrUnavailable) {
+		} else if unknownOutcome(rerr) {
 			c.addRetry("resolve", func(ctx context.Context) error {
-				ctx, cancel := c.opCtx(ctx)
-				defer cancel()
-				_, _, err := c.store.Resolve(ctx, s.key, attempt, gen, settled == settledAccepted)
-				c.note(err)
+				_, _, err := c.storeResolve(ctx, s.key, attempt, gen, settled == settledAccepted, qRev)
 				if err == nil {
 					c.st.lateQuarantinesResolved.Add(1)
 				}
@@ -981,17 +976,11 @@ func (c *Coordinator) storeClose(s *slot, rec *record, rev int64) {
 		}
 		cancel()
 	}
-	ctx, cancel := c.opCtx(c.ctx)
-	res, err := c.store.Close(ctx, s.key, rev, c.cfg.Name)
-	cancel()
-	c.note(err)
+	res, err := c.closeSettled(c.ctx, s.key, rev, false)
 	if err != nil {
-		if errors.Is(err, claims.ErrUnavailable) {
+		if unknownOutcome(err) {
 			c.addRetry("close", func(ctx context.Context) error {
-				ctx, cancel := c.opCtx(ctx)
-				defer cancel()
-				res, err := c.store.Close(ctx, s.key, rev, c.cfg.Name)
-				c.note(err)
+				res, err := c.closeSettled(ctx, s.key, rev, true)
 				if err == nil {
 					c.countClose(res)
 				}
@@ -1011,6 +1000,48 @@ func (c *Coordinator) storeClose(s *slot, rec *record, rev int64) {
 	if res == claims.CloseStale && h != nil && h != cur {
 		c.unholdOpLocked(s, h)
 	}
+}
+
+// closeSettled is the store's Close of key at rev by this replica (with
+// readFirst, a retry of one whose outcome is unknown: the claim is read
+// first). A Close whose outcome is unknown (its reply lost) is settled by
+// reading the claim, and its result is what the claim read shows: none,
+// or a newer lineage: CloseDeleted (the lineage ended, by this close or
+// otherwise); Closing in rev's lineage: CloseDeferred; rev still current:
+// not applied (the error, as it was: the caller retries, reading first);
+// rewritten otherwise: CloseStale. When the read fails, its error.
+func (c *Coordinator) closeSettled(parent context.Context, key string, rev int64, readFirst bool) (claims.CloseResult, error) {
+	if mutant("UnsettledClose") {
+		readFirst = false
+	}
+	var err error = errUnsettled
+	if !readFirst {
+		ctx, cancel := c.opCtx(parent)
+		var res claims.CloseResult
+		res, err = c.store.Close(ctx, key, rev, c.cfg.Name)
+		cancel()
+		c.note(err)
+		if !unknownOutcome(err) || mutant("UnsettledClose") {
+			return res, err
+		}
+	}
+	ctx, cancel := c.opCtx(parent)
+	cl, found, gerr := c.store.Get(ctx, key)
+	cancel()
+	c.note(gerr)
+	switch {
+	case gerr != nil:
+		return 0, gerr
+	case found && cl.Rev == rev && readFirst:
+		return c.closeSettled(parent, key, rev, false) // not applied: close now
+	case found && cl.Rev == rev:
+		return 0, err // not applied: retried
+	case !found || cl.Born > rev:
+		return claims.CloseDeleted, nil
+	case cl.InLineage(rev) && cl.State == claims.Closing:
+		return claims.CloseDeferred, nil
+	}
+	return claims.CloseStale, nil
 }
 
 func (c *Coordinator) countClose(res claims.CloseResult) {

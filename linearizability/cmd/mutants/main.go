@@ -106,6 +106,8 @@ var replicaVariants = []struct{ name, doc string }{
 	{"DropsLeasedSlot", "the keepalive drops a slot with no current record and no hold while a record of it has requests in flight: their claim expires under them"},
 	{"IgnoresStoreTTL", "a replica left at IdleTTL zero uses the 30-minute default whatever the store's TTL (a longer one is accepted too): claims in use expire"},
 	{"UnsettledQuarantine", "a quarantine write whose reply was lost is taken as not applied (the store is not read): the store keeps a quarantine settled locally, and every replica refuses the session"},
+	{"UnsettledResolve", "a Resolve whose reply was lost is not settled by reading the store: it fails though it applied, and its retry is fenced by its own first try"},
+	{"UnsettledClose", "a terminal close whose reply was lost is retried without reading the store: a close that deleted or deferred the claim is counted as stale"},
 }
 
 // The checkers, in the order they are tried: test is an anchored -test.run
