@@ -58,12 +58,15 @@ type Coordinator struct {
 	reholdMu sync.Mutex
 	reholdQ  map[*record]struct{}
 
-	ctx       context.Context
-	cancel    context.CancelFunc
-	wg        sync.WaitGroup
-	kickCh    chan *record
-	pokeCh    chan struct{}
-	passMu    sync.Mutex
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+	kickCh chan *record
+	pokeCh chan struct{}
+	passMu sync.Mutex
+	// lastPass is how long the last keepalive pass with store work took
+	// (nanoseconds, wall clock).
+	lastPass  atomic.Int64
 	closeOnce sync.Once
 
 	st counters

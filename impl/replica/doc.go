@@ -97,7 +97,10 @@
 //     its lineage ended); it also gives up the
 //     holds of entries that ended locally, holds again the claims queued
 //     for it (HoldLineage), and retries the writes that found the store
-//     down.
+//     down. A pass's store calls run in parallel across keys (up to 64 at
+//     once, each key's in order), so a slow store that still answers
+//     keeps every claim in use alive; Stats.KeepalivePass and
+//     Stats.OldestTouch report the lag.
 //
 // Stats reports what a replica did (cached turns, store round trips,
 // claims created and adopted, evictions, unclaimed placements, reconciles

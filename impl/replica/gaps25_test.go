@@ -1,6 +1,8 @@
 package replica
 
 import (
+	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -183,4 +185,56 @@ func TestGap_LostResolveReplySettled(t *testing.T) {
 	e.b.SetUnavailable("r1", false)
 	require.NoError(t, r1.Resolve(tctx(t), "s", qe.Attempt, qe.Gen, false), "a retried Resolve whose first try applied")
 	servesSession(t, r2)
+}
+
+// slowTouchStore makes every Touch take delay (a slow store that still
+// answers).
+type slowTouchStore struct {
+	claims.Store
+	delay time.Duration
+}
+
+func (s *slowTouchStore) Touch(ctx context.Context, key string, rev int64) error {
+	select {
+	case <-time.After(s.delay):
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	return s.Store.Touch(ctx, key, rev)
+}
+
+// On a slow store (156 ms a Touch, a 3 s idle TTL: the issue's scaled-down
+// run), every one of 40 claims in use survives: the keepalive's touches
+// run in parallel, so a pass ends well inside the TTL, and Stats reports
+// how long it took (issue 25, item 4). One at a time, a pass takes 6.2 s
+// and every claim expires.
+func TestGap_SlowStoreKeepsClaimsInUse(t *testing.T) {
+	const n, ttl = 40, 3 * time.Second
+	e := newEnv(t, 1, nil, ttl)
+	r1, _ := e.replica("r1", func(c *Config) {
+		c.IdleTTL = 0
+		c.Store = &slowTouchStore{Store: c.Store, delay: 156 * time.Millisecond}
+	})
+	turns := make([]*Turn, n)
+	for i := range turns {
+		turns[i] = open(t, r1, fmt.Sprintf("s%d", i), to("w1"))
+	}
+	defer func() {
+		for _, tu := range turns {
+			tu.Done(false)
+		}
+	}()
+	deadline := time.Now().Add(2 * ttl)
+	for time.Now().Before(deadline) {
+		for i := range turns {
+			_, ok := e.claimOf(fmt.Sprintf("s%d", i))
+			require.True(t, ok, "the claim of s%d, in use, expired", i)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	st := r1.Stats()
+	assert.Positive(t, st.KeepalivePass, "the last pass's duration")
+	assert.Less(t, st.KeepalivePass, ttl/2, "a keepalive pass took half the TTL")
+	assert.Less(t, st.OldestTouch, ttl, "the keepalive lags a TTL behind")
+	t.Logf("last keepalive pass: %v; oldest touch of a claim in use: %v ago", st.KeepalivePass, st.OldestTouch)
 }

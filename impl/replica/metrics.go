@@ -1,6 +1,9 @@
 package replica
 
-import "sync/atomic"
+import (
+	"sync/atomic"
+	"time"
+)
 
 // counter is an atomic counter on its own cache line (the hot path's
 // counters are bumped by every turn).
@@ -118,6 +121,18 @@ type Stats struct {
 	// PendingWrites is a gauge: store writes that found the store
 	// unreachable and wait to be retried (closes, quarantines).
 	PendingWrites int
+	// KeepalivePass is a gauge: how long the last keepalive pass that
+	// had store work took, on the wall clock (its retries, re-holds,
+	// touches and unholds; the touches run in parallel, up to 64 keys at
+	// once). A pass that nears TouchInterval means the store is too slow
+	// for the claims in use.
+	KeepalivePass time.Duration
+	// OldestTouch is a gauge: the age, on the core's clock, of the oldest
+	// touch among the claims this replica has requests in flight on (0
+	// with none): how far the keepalive lags. It stays below
+	// TouchInterval plus a pass; at IdleTTL such a claim expires in the
+	// store.
+	OldestTouch time.Duration
 }
 
 // Stats returns the coordinator's counters and gauges. It walks the local
@@ -157,8 +172,16 @@ func (c *Coordinator) Stats() Stats {
 		Reholds:                 s.reholds.Load(),
 		ReholdsEnded:            s.reholdsEnded.Load(),
 	}
+	now := int64(c.core.Now())
 	c.slots.Range(func(_, v any) bool {
 		sl := v.(*slot)
+		sl.mu.Lock()
+		for r := range sl.leased {
+			if t := r.lastTouch.Load(); t != 0 && !r.unclaimed && r.rev != 0 && !r.gone.Load() {
+				out.OldestTouch = max(out.OldestTouch, time.Duration(now-t))
+			}
+		}
+		sl.mu.Unlock()
 		if rec := sl.cur.Load(); rec != nil && !rec.evicted.Load() {
 			out.Cached++
 			sl.mu.Lock()
@@ -172,5 +195,6 @@ func (c *Coordinator) Stats() Stats {
 	c.retryMu.Lock()
 	out.PendingWrites = len(c.retries)
 	c.retryMu.Unlock()
+	out.KeepalivePass = time.Duration(c.lastPass.Load())
 	return out
 }

@@ -56,6 +56,9 @@ package replica
 //   - UnsettledClose: a terminal close whose reply was lost is retried
 //     without reading the store: a close that deleted or deferred the
 //     claim is counted as stale (issue 25, item 5).
+//   - SerialTouches: the keepalive touches claims one at a time: on a
+//     slow store (156 ms a touch) 40 claims in use outlast a 3 s idle
+//     TTL and expire (issue 25, item 4).
 //
 // mutant_test.go checks that each of them fails a contract test.
 func mutant(string) bool { return false }

@@ -31,6 +31,7 @@ var variants = []struct{ name, catcher string }{
 	{"UnsettledQuarantine", "TestGap_LostQuarantineReplySettled"},
 	{"UnsettledResolve", "TestGap_LostResolveReplySettled"},
 	{"UnsettledClose", "TestGap_LostCloseReplyCounted"},
+	{"SerialTouches", "TestGap_SlowStoreKeepsClaimsInUse"},
 }
 
 // TestVariantsCaught re-runs this test binary under each variant with its

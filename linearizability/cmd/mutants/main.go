@@ -108,6 +108,7 @@ var replicaVariants = []struct{ name, doc string }{
 	{"UnsettledQuarantine", "a quarantine write whose reply was lost is taken as not applied (the store is not read): the store keeps a quarantine settled locally, and every replica refuses the session"},
 	{"UnsettledResolve", "a Resolve whose reply was lost is not settled by reading the store: it fails though it applied, and its retry is fenced by its own first try"},
 	{"UnsettledClose", "a terminal close whose reply was lost is retried without reading the store: a close that deleted or deferred the claim is counted as stale"},
+	{"SerialTouches", "the keepalive touches claims one at a time: on a slow store that still answers, claims in use expire"},
 }
 
 // The checkers, in the order they are tried: test is an anchored -test.run
