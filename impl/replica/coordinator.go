@@ -709,7 +709,7 @@ func (c *Coordinator) runRetries(ctx context.Context) {
 			keep = append(keep, ops[i:]...)
 			break
 		}
-		if err := op.fn(ctx); unknownOutcome(err) {
+		if err := op.fn(ctx); retryable(err) {
 			keep = append(keep, op)
 		}
 	}

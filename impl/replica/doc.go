@@ -20,7 +20,13 @@
 //     by its revision) and retries on a target not tried (ErrRetry);
 //     Ambiguous quarantines the claim in the store, so every replica
 //     refuses the session (*QuarantinedError) until Coordinator.Resolve
-//     settles it or the worker's generation moves on.
+//     settles it or the worker's generation moves on. Two replicas'
+//     attempts under one revision may both be ambiguous: the store holds
+//     one quarantine, and the second (refused as moved) is written once
+//     the first is settled and the claim is bound again to the same
+//     target and generation; if the claim ended instead, the store cannot
+//     hold it: it stays quarantined on its replica alone, counted
+//     (Stats.QuarantinesUnrecorded).
 //   - The store's Delete events evict the cached revision they end, and a
 //     Reset evicts every cached claim (requests in flight finish; the next
 //     turn reads the claim again). After a Reset (the store came back, or

@@ -2,6 +2,7 @@ package replica
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"testing"
 	"time"
@@ -172,9 +173,8 @@ func TestGap_LostResolveReplySettled(t *testing.T) {
 	servesSession(t, r1)
 
 	// Cut: the first try's outcome cannot be read; the retry succeeds.
-	bound := mustClaim(t, e, "s")
 	e.endClaim("s")
-	waitDeleted(t, r1, "s", bound.Rev+1)
+	require.Eventually(t, func() bool { return r1.Stats().Cached == 0 }, waitFor, tick, "r1 still caches the ended claim")
 	qe = ambiguousTurn(t, r1)
 	require.NotZero(t, qe.Rev)
 	e.b.LoseReply("r1", "resolve", 1, true)
@@ -237,4 +237,80 @@ func TestGap_SlowStoreKeepsClaimsInUse(t *testing.T) {
 	assert.Less(t, st.KeepalivePass, ttl/2, "a keepalive pass took half the TTL")
 	assert.Less(t, st.OldestTouch, ttl, "the keepalive lags a TTL behind")
 	t.Logf("last keepalive pass: %v; oldest touch of a claim in use: %v ago", st.KeepalivePass, st.OldestTouch)
+}
+
+// Two replicas dispatch first turns of one session under the same claim
+// revision, and both outcomes are ambiguous. The first quarantine wins;
+// the second is refused (its revision moved). The second attempt's
+// outcome is still unknown, so it must not be dropped: once the first is
+// resolved (the claim bound again, same target and generation), the
+// second is written, and every replica refuses the session until it is
+// resolved too (the claims spec review's finding: "a second ambiguous
+// outcome under the same revision is silently dropped").
+func TestGap_SecondAmbiguousQuarantineRecorded(t *testing.T) {
+	e := newEnv(t, 1, nil, 0)
+	r1, _ := e.replica("r1")
+	r2, _ := e.replica("r2")
+	r3, _ := e.replica("r3")
+	t1, err := r1.Start(tctx(t), "s", to("w1"))
+	require.NoError(t, err)
+	defer t1.Done(false)
+	t2, err := r2.Start(tctx(t), "s", to("w1"))
+	require.NoError(t, err)
+	defer t2.Done(false)
+	require.False(t, t2.Hit())
+	require.Equal(t, t1.Rev(), t2.Rev(), "both dispatch under the same revision")
+	var qe1, qe2 *QuarantinedError
+	require.ErrorAs(t, t1.Complete(placement.Ambiguous), &qe1)
+	require.ErrorAs(t, t2.Complete(placement.Ambiguous), &qe2)
+	require.NotZero(t, qe1.Rev, "the first quarantine is the store's")
+	require.NotEqual(t, qe1.Attempt, qe2.Attempt)
+
+	require.NoError(t, r1.Resolve(tctx(t), "s", qe1.Attempt, qe1.Gen, true))
+	require.Eventually(t, func() bool {
+		r2.Tick(tctx(t))
+		cl, ok := e.claimOf("s")
+		return ok && cl.State == claims.Quarantined && cl.Attempt == qe2.Attempt
+	}, waitFor, tick, "the second ambiguous attempt was dropped: the store holds no quarantine of it")
+	for _, r := range []*Coordinator{r1, r3} {
+		require.Eventually(t, func() bool {
+			tu, err := r.Start(tctx(t), "s", nil)
+			if err == nil {
+				tu.Done(false)
+			}
+			return errors.Is(err, ErrQuarantined)
+		}, waitFor, tick, "%s serves the session while the second attempt's outcome is unknown", r.Name())
+	}
+	require.NoError(t, r2.Resolve(tctx(t), "s", qe2.Attempt, qe2.Gen, true))
+	servesSession(t, r3)
+	servesSession(t, r1)
+}
+
+// When the first of two ambiguous attempts under one revision is settled
+// not accepted, the claim is deleted and the store cannot record the
+// second: it stays quarantined on its replica (refused there until
+// resolved) and is counted, not silently dropped.
+func TestGap_SecondAmbiguousUnrecordedCounted(t *testing.T) {
+	e := newEnv(t, 1, nil, 0)
+	r1, _ := e.replica("r1")
+	r2, _ := e.replica("r2")
+	t1, err := r1.Start(tctx(t), "s", to("w1"))
+	require.NoError(t, err)
+	defer t1.Done(false)
+	t2, err := r2.Start(tctx(t), "s", to("w1"))
+	require.NoError(t, err)
+	defer t2.Done(false)
+	var qe1, qe2 *QuarantinedError
+	require.ErrorAs(t, t1.Complete(placement.Ambiguous), &qe1)
+	require.ErrorAs(t, t2.Complete(placement.Ambiguous), &qe2)
+	require.NoError(t, r1.Resolve(tctx(t), "s", qe1.Attempt, qe1.Gen, false))
+	require.Eventually(t, func() bool {
+		r2.Tick(tctx(t))
+		return r2.Stats().QuarantinesUnrecorded == 1
+	}, waitFor, tick, "the second attempt's quarantine was dropped without a count")
+	assert.Zero(t, r2.Stats().PendingWrites)
+	_, err = r2.Start(tctx(t), "s", nil)
+	require.ErrorIs(t, err, ErrQuarantined, "r2 keeps refusing the session while its attempt's outcome is unknown")
+	require.NoError(t, r2.Resolve(tctx(t), "s", qe2.Attempt, qe2.Gen, false))
+	servesSession(t, r2)
 }

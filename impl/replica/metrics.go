@@ -26,7 +26,7 @@ type counters struct {
 	closesDeleted, closesDeferred, closesStale counter
 
 	quarantinesWritten, quarantinesSeen, quarantineRefusals, resolves counter
-	lateQuarantinesResolved                                           counter
+	lateQuarantinesResolved, quarantinesUnrecorded                    counter
 
 	refusals, holds, unholds, touches counter
 
@@ -101,6 +101,16 @@ type Stats struct {
 	// recorded it yet): the store was told the outcome afterwards, so
 	// that other replicas do not refuse the session.
 	LateQuarantinesResolved uint64
+	// QuarantinesUnrecorded counts this replica's ambiguous attempts the
+	// store could not record: the claim they were dispatched under ended
+	// (or moved to another target or generation) before their quarantine
+	// was written, typically after another replica's attempt under the
+	// same revision was quarantined first and then settled not accepted.
+	// Such an attempt stays quarantined on this replica (until Resolve,
+	// QuarantineTTL or its worker's next generation), but other replicas
+	// do not see it. (One refused while the other attempt's quarantine
+	// holds the claim is written once that one is settled.)
+	QuarantinesUnrecorded uint64
 	// Refusals counts placing dispatches a target refused
 	// (DefinitelyNotAccepted: their claim was closed, fenced).
 	Refusals uint64
@@ -165,6 +175,7 @@ func (c *Coordinator) Stats() Stats {
 		QuarantineRefusals:      s.quarantineRefusals.Load(),
 		Resolves:                s.resolves.Load(),
 		LateQuarantinesResolved: s.lateQuarantinesResolved.Load(),
+		QuarantinesUnrecorded:   s.quarantinesUnrecorded.Load(),
 		Refusals:                s.refusals.Load(),
 		Holds:                   s.holds.Load(),
 		Unholds:                 s.unholds.Load(),

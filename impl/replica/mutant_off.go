@@ -59,6 +59,11 @@ package replica
 //   - SerialTouches: the keepalive touches claims one at a time: on a
 //     slow store (156 ms a touch) 40 claims in use outlast a 3 s idle
 //     TTL and expire (issue 25, item 4).
+//   - DropsSecondQuarantine: an own quarantine refused because another
+//     attempt under the same revision was quarantined first is dropped
+//     from the store's view: once that one is settled, other replicas
+//     dispatch while this attempt's outcome is unknown (the claims spec
+//     review's finding).
 //
 // mutant_test.go checks that each of them fails a contract test.
 func mutant(string) bool { return false }

@@ -32,6 +32,7 @@ var variants = []struct{ name, catcher string }{
 	{"UnsettledResolve", "TestGap_LostResolveReplySettled"},
 	{"UnsettledClose", "TestGap_LostCloseReplyCounted"},
 	{"SerialTouches", "TestGap_SlowStoreKeepsClaimsInUse"},
+	{"DropsSecondQuarantine", "TestGap_SecondAmbiguousQuarantineRecorded"},
 }
 
 // TestVariantsCaught re-runs this test binary under each variant with its

@@ -564,7 +564,7 @@ func (c *Coordinator) quarantine(t *Turn, coreErr error) error {
 	epoch := c.epoch.Load()
 	s.mu.Unlock()
 	err := c.writeQuarantine(context.WithoutCancel(t.ctx), rec, rev, amb.Attempt, gen, epoch, false)
-	if unknownOutcome(err) {
+	if retryable(err) {
 		c.addRetry("quarantine", func(ctx context.Context) error {
 			s.mu.Lock()
 			pending := rec.state == recQuarantined && !rec.written && s.cur.Load() == rec
@@ -615,8 +615,18 @@ func (c *Coordinator) writeQuarantine(parent context.Context, rec *record, rev i
 			q, err = cl, nil
 		case ok && readOnly:
 			err = nil // it never landed: nothing to settle in the store
-		case ok && unknownOutcome(err) && cl.Rev != rev:
-			err = fmt.Errorf("replica: quarantine of %q rev %d: the claim moved on (rev %d): %w", s.key, rev, cl.Rev, claims.ErrClaimMoved)
+		case ok && cl.Rev != rev:
+			// The claim moved on without this quarantine: another
+			// replica's attempt under the same revision was quarantined
+			// first (and maybe settled since), or the claim ended. This
+			// attempt's outcome is still unknown: it is written on the
+			// claim's target and generation whenever the store holds
+			// them (at once if the claim is bound again; after the other
+			// quarantine is settled), never dropped.
+			s.mu.Lock()
+			target := rec.target
+			s.mu.Unlock()
+			q, err = c.requarantine(parent, s.key, cl, target, attempt, gen)
 		case !ok && readOnly:
 			err = gerr
 		}
@@ -1117,4 +1127,48 @@ func (c *Coordinator) readQuarantine(parent context.Context, key string, rev int
 		return claims.Claim{}, false, true, nil
 	}
 	return cl, cl.State == claims.Quarantined && cl.Attempt == attempt && cl.Gen == gen, true, nil
+}
+
+// errQuarantineWaits: an own quarantine the store refused because
+// another attempt's quarantine holds the claim (both dispatched under one
+// revision): it is written once that one is settled (retried by the
+// keepalive).
+var errQuarantineWaits = fmt.Errorf("replica: another attempt's quarantine holds the claim: %w", claims.ErrClaimMoved)
+
+// retryable reports whether a write that ended with err is queued for the
+// keepalive to retry: its outcome is unknown, or it waits for another
+// attempt's quarantine.
+func retryable(err error) bool {
+	return unknownOutcome(err) || errors.Is(err, errQuarantineWaits)
+}
+
+// requarantine records attempt (dispatched to target at generation gen)
+// on key's claim cl, read after the Quarantine fenced by the attempt's
+// revision was refused as moved: cl is bound to the same target and
+// generation (the other attempt's quarantine settled accepted, or a new
+// claim there): a Quarantine fenced by cl's revision; cl quarantined
+// there by another attempt: errQuarantineWaits (retried); otherwise (no
+// claim, another target or generation, Closing) the store cannot hold it:
+// the attempt stays quarantined on this replica alone, counted in
+// Stats.QuarantinesUnrecorded, and the error says so.
+func (c *Coordinator) requarantine(parent context.Context, key string, cl claims.Claim, target claims.Target, attempt uint64, gen int64) (claims.Claim, error) {
+	if mutant("DropsSecondQuarantine") {
+		return claims.Claim{}, fmt.Errorf("replica: quarantine of %q: %w", key, claims.ErrClaimMoved)
+	}
+	switch {
+	case cl.Rev != 0 && cl.Target == target && cl.Gen == gen && cl.State == claims.Bound:
+		ctx, cancel := c.opCtx(parent)
+		q, err := c.store.Quarantine(ctx, key, cl.Rev, attempt, gen)
+		cancel()
+		c.note(err)
+		if errors.Is(err, claims.ErrClaimMoved) {
+			return claims.Claim{}, errQuarantineWaits // moved again: read again at the next pass
+		}
+		return q, err
+	case cl.Rev != 0 && cl.Target == target && cl.Gen == gen && cl.State == claims.Quarantined:
+		return claims.Claim{}, errQuarantineWaits
+	}
+	c.st.quarantinesUnrecorded.Add(1)
+	return claims.Claim{}, fmt.Errorf("replica: quarantine of %q attempt %d: the claim it was dispatched under ended: "+
+		"the store cannot record it (kept on this replica): %w", key, attempt, claims.ErrClaimMoved)
 }
