@@ -64,7 +64,9 @@
 //     returns its unavailable error and is remembered, so that its retry,
 //     fenced by its own first try, succeeds. A Close is counted by the
 //     claim read (gone: deleted; Closing in its lineage: deferred; its
-//     revision still current: retried, reading first).
+//     revision still current: retried, reading first). Hold, Unhold and
+//     Touch are idempotent and retried; a Hold that may have landed is
+//     given up when its record ends, as one that did.
 //   - Coordinator.Resolve of a quarantine whose worker re-registered or
 //     left (the store's claims.FencedError.Stale) drops the local
 //     quarantine and returns ErrQuarantineOver: the next turn replaces

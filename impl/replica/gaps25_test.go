@@ -314,3 +314,33 @@ func TestGap_SecondAmbiguousUnrecordedCounted(t *testing.T) {
 	require.NoError(t, r2.Resolve(tctx(t), "s", qe2.Attempt, qe2.Gen, false))
 	servesSession(t, r2)
 }
+
+// A Hold whose reply was lost may have landed: the replica gives it up
+// when its record ends like any hold it made. Here the hold landed, the
+// record ended with no lease (the claim was rewritten elsewhere while the
+// store was out of reach), and another replica's final request deferred
+// the close on it: the replica's unhold lets the claim be deleted instead
+// of Closing for good (issue 25, item 1: every write's outcome).
+func TestGap_LostHoldReplyGivenUp(t *testing.T) {
+	e := newEnv(t, 1, nil, 0)
+	r1, _ := e.replica("r1")
+	r2, _ := e.replica("r2")
+	e.b.LoseReply("r1", "hold", 1, true)
+	serve(t, r1, "s", to("w1"), placement.Accepted, false)
+	require.Contains(t, e.b.Holders("s"), "r1", "the hold landed")
+	ctx := tctx(t)
+	cl := mustClaim(t, e, "s")
+	q, err := e.workers.Quarantine(ctx, "s", cl.Rev, 99, cl.Gen)
+	require.NoError(t, err)
+	_, _, err = e.workers.Resolve(ctx, "s", q.Attempt, q.Gen, true)
+	require.NoError(t, err)
+	resets := r1.Stats().Resets
+	e.b.SetUnavailable("r1", false)
+	require.Eventually(t, func() bool { return r1.Stats().Resets > resets }, waitFor, tick)
+	serve(t, r2, "s", nil, placement.Accepted, true) // r2's final request
+	require.Eventually(t, func() bool {
+		r1.Tick(tctx(t))
+		_, ok := e.claimOf("s")
+		return !ok
+	}, waitFor, tick, "a hold whose reply was lost is never given up: the claim stays Closing (holders %v)", e.b.Holders("s"))
+}

@@ -64,6 +64,9 @@ package replica
 //     from the store's view: once that one is settled, other replicas
 //     dispatch while this attempt's outcome is unknown (the claims spec
 //     review's finding).
+//   - UnsettledHold: a Hold whose reply was lost is taken as not made:
+//     when it landed and its record ends, nothing gives it up, and a
+//     close deferred on it leaves the claim Closing (issue 25, item 1).
 //
 // mutant_test.go checks that each of them fails a contract test.
 func mutant(string) bool { return false }

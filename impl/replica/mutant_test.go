@@ -33,6 +33,7 @@ var variants = []struct{ name, catcher string }{
 	{"UnsettledClose", "TestGap_LostCloseReplyCounted"},
 	{"SerialTouches", "TestGap_SlowStoreKeepsClaimsInUse"},
 	{"DropsSecondQuarantine", "TestGap_SecondAmbiguousQuarantineRecorded"},
+	{"UnsettledHold", "TestGap_LostHoldReplyGivenUp"},
 }
 
 // TestVariantsCaught re-runs this test binary under each variant with its

@@ -849,8 +849,28 @@ func (c *Coordinator) hold(s *slot, rec *record) {
 			c.poke()
 		}
 	default:
+		c.maybeHeld(s, rec, err)
 		c.needRehold(rec) // the keepalive pass holds it again (HoldLineage)
 	}
+}
+
+// maybeHeld records that a Hold of rec's claim whose outcome is unknown
+// (err: its reply lost) may have landed: unless a record holds the key
+// already, rec is the key's holder, so that the hold is given up when rec
+// ends, as one that surely landed (Unhold of a hold that never landed
+// changes nothing).
+func (c *Coordinator) maybeHeld(s *slot, rec *record, err error) {
+	if !unknownOutcome(err) || mutant("UnsettledHold") {
+		return
+	}
+	s.mu.Lock()
+	if s.holder == nil {
+		s.holder = rec
+		if rec.evicted.Load() && rec.leases.Load() == 0 {
+			c.poke() // ended already: give it up
+		}
+	}
+	s.mu.Unlock()
 }
 
 // needRehold queues rec to be held again at the next keepalive pass, by
@@ -928,6 +948,8 @@ func (c *Coordinator) rehold(parent context.Context, rec *record) error {
 			c.poke() // its requests ended as it was held: give the hold up
 		}
 		s.mu.Unlock()
+	case unknownOutcome(err):
+		c.maybeHeld(s, rec, err)
 	case errors.Is(err, claims.ErrClaimMoved):
 		rec.needHold.Store(false)
 		rec.gone.Store(true)

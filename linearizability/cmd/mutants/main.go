@@ -110,6 +110,7 @@ var replicaVariants = []struct{ name, doc string }{
 	{"UnsettledClose", "a terminal close whose reply was lost is retried without reading the store: a close that deleted or deferred the claim is counted as stale"},
 	{"SerialTouches", "the keepalive touches claims one at a time: on a slow store that still answers, claims in use expire"},
 	{"DropsSecondQuarantine", "an own quarantine refused because another attempt under the same revision was quarantined first is never written: once that one is settled, other replicas dispatch while this attempt's outcome is unknown"},
+	{"UnsettledHold", "a Hold whose reply was lost is taken as not made: when it landed, nothing gives it up, and a close deferred on it leaves the claim Closing"},
 }
 
 // The checkers, in the order they are tried: test is an anchored -test.run
