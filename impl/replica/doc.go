@@ -66,7 +66,9 @@
 //     claim read (gone: deleted; Closing in its lineage: deferred; its
 //     revision still current: retried, reading first). Hold, Unhold and
 //     Touch are idempotent and retried; a Hold that may have landed is
-//     given up when its record ends, as one that did.
+//     given up when its record ends, as one that did. A CreateOrGet is
+//     settled by reading the claim (the turn dispatches under the claim
+//     found, adopted; none: the session is placed unclaimed).
 //   - Coordinator.Resolve of a quarantine whose worker re-registered or
 //     left (the store's claims.FencedError.Stale) drops the local
 //     quarantine and returns ErrQuarantineOver: the next turn replaces

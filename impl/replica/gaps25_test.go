@@ -344,3 +344,22 @@ func TestGap_LostHoldReplyGivenUp(t *testing.T) {
 		return !ok
 	}, waitFor, tick, "a hold whose reply was lost is never given up: the claim stays Closing (holders %v)", e.b.Holders("s"))
 }
+
+// A CreateOrGet whose reply was lost (the claim written, the replica
+// told the store is unavailable) is settled by reading the claim: the
+// first turn dispatches under it, not as an unclaimed placement to be
+// reconciled later (issue 25, item 1: every write's outcome).
+func TestGap_LostCreateReplySettled(t *testing.T) {
+	e := newEnv(t, 2, nil, 0)
+	r1, _ := e.replica("r1")
+	e.b.LoseReply("r1", "create-or-get", 1, false)
+	tu, err := r1.Start(tctx(t), "s", to("w1"))
+	require.NoError(t, err)
+	defer tu.Done(false)
+	cl := mustClaim(t, e, "s")
+	assert.False(t, tu.Unclaimed(), "placed unclaimed though the claim was written")
+	assert.Equal(t, cl.Rev, tu.Rev())
+	assert.Equal(t, cl.Target, tu.Target())
+	require.NoError(t, tu.Complete(placement.Accepted))
+	assert.Zero(t, r1.Stats().UnclaimedPlacements)
+}

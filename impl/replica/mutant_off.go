@@ -67,6 +67,9 @@ package replica
 //   - UnsettledHold: a Hold whose reply was lost is taken as not made:
 //     when it landed and its record ends, nothing gives it up, and a
 //     close deferred on it leaves the claim Closing (issue 25, item 1).
+//   - UnsettledCreate: a CreateOrGet whose reply was lost is taken as
+//     not applied: the session is placed unclaimed though its claim was
+//     written (issue 25, item 1).
 //
 // mutant_test.go checks that each of them fails a contract test.
 func mutant(string) bool { return false }

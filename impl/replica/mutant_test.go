@@ -34,6 +34,7 @@ var variants = []struct{ name, catcher string }{
 	{"SerialTouches", "TestGap_SlowStoreKeepsClaimsInUse"},
 	{"DropsSecondQuarantine", "TestGap_SecondAmbiguousQuarantineRecorded"},
 	{"UnsettledHold", "TestGap_LostHoldReplyGivenUp"},
+	{"UnsettledCreate", "TestGap_LostCreateReplySettled"},
 }
 
 // TestVariantsCaught re-runs this test binary under each variant with its

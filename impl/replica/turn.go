@@ -471,6 +471,18 @@ func (c *Coordinator) createOrGet(ctx context.Context, key string, propose func(
 		defer cancel()
 		cl, created, err := c.store.CreateOrGet(sctx, key, propose)
 		c.note(err)
+		if unknownOutcome(err) && !mutant("UnsettledCreate") {
+			// Its reply was lost: the claim may have been written. Read
+			// it (taken as adopted: its idle deadline is touched); none
+			// means it was not (the session is placed unclaimed).
+			gctx, gcancel := c.opCtx(c.ctx)
+			g, ok, gerr := c.store.Get(gctx, key)
+			gcancel()
+			c.note(gerr)
+			if gerr == nil && ok {
+				cl, created, err = g, false, nil
+			}
+		}
 		if err == nil && created {
 			c.st.claimsCreated.Add(1)
 		}

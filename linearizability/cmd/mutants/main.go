@@ -111,6 +111,7 @@ var replicaVariants = []struct{ name, doc string }{
 	{"SerialTouches", "the keepalive touches claims one at a time: on a slow store that still answers, claims in use expire"},
 	{"DropsSecondQuarantine", "an own quarantine refused because another attempt under the same revision was quarantined first is never written: once that one is settled, other replicas dispatch while this attempt's outcome is unknown"},
 	{"UnsettledHold", "a Hold whose reply was lost is taken as not made: when it landed, nothing gives it up, and a close deferred on it leaves the claim Closing"},
+	{"UnsettledCreate", "a CreateOrGet whose reply was lost is taken as not applied: the session is placed unclaimed though its claim was written"},
 }
 
 // The checkers, in the order they are tried: test is an anchored -test.run
