@@ -109,7 +109,10 @@ type Stats struct {
 	// Such an attempt stays quarantined on this replica (until Resolve,
 	// QuarantineTTL or its worker's next generation), but other replicas
 	// do not see it. (One refused while the other attempt's quarantine
-	// holds the claim is written once that one is settled.)
+	// holds the claim is written once that one is settled.) Counted too:
+	// an attempt whose quarantine write's reply was lost and whose claim
+	// moved on before a read could tell whether it landed (it may have
+	// been settled elsewhere: it is not written again).
 	QuarantinesUnrecorded uint64
 	// Refusals counts placing dispatches a target refused
 	// (DefinitelyNotAccepted: their claim was closed, fenced).

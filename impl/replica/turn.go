@@ -610,6 +610,9 @@ func (c *Coordinator) quarantine(t *Turn, coreErr error) error {
 // events that waited for it are applied.
 func (c *Coordinator) writeQuarantine(parent context.Context, rec *record, rev int64, attempt uint64, gen int64, epoch uint64, readOnly bool) error {
 	s := rec.s
+	s.mu.Lock()
+	target, wasUnsure := rec.target, rec.unsure
+	s.mu.Unlock()
 	var q claims.Claim
 	var err error = errUnsettled
 	if !readOnly {
@@ -634,11 +637,17 @@ func (c *Coordinator) writeQuarantine(parent context.Context, rec *record, rev i
 			// attempt's outcome is still unknown: it is written on the
 			// claim's target and generation whenever the store holds
 			// them (at once if the claim is bound again; after the other
-			// quarantine is settled), never dropped.
-			s.mu.Lock()
-			target := rec.target
-			s.mu.Unlock()
-			q, err = c.requarantine(parent, s.key, cl, target, attempt, gen)
+			// quarantine is settled), never dropped. Unless a write of it
+			// may have landed (its reply lost): then the claim may have
+			// moved on because this very quarantine was settled
+			// elsewhere, and writing it again would quarantine a settled
+			// attempt: it is counted as unrecorded instead.
+			if errors.Is(err, claims.ErrClaimMoved) && !wasUnsure {
+				q, err = c.requarantine(parent, s.key, cl, target, attempt, gen)
+			} else {
+				c.st.quarantinesUnrecorded.Add(1)
+				err = fmt.Errorf("replica: quarantine of %q rev %d: the claim moved on (rev %d): %w", s.key, rev, cl.Rev, claims.ErrClaimMoved)
+			}
 		case !ok && readOnly:
 			err = gerr
 		}
