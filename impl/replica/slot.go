@@ -146,8 +146,10 @@ type record struct {
 	// unsure: quarantined, not written: a write of the quarantine ended
 	// with its outcome unknown (its reply lost) and no read of the store
 	// has settled it since: the store may hold the quarantine.
-	unsure  bool
-	adopted bool // the claim was another's (its idle deadline is unknown)
+	unsure bool
+	// unsureRev is the revision the unsure write was fenced by.
+	unsureRev int64
+	adopted   bool // the claim was another's (its idle deadline is unknown)
 	// settled is how Resolve settled this own quarantine locally, before
 	// the store recorded it (settledNone: not settled so): a write of it
 	// that lands afterwards is followed by the store's Resolve.

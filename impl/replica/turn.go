@@ -611,8 +611,9 @@ func (c *Coordinator) quarantine(t *Turn, coreErr error) error {
 func (c *Coordinator) writeQuarantine(parent context.Context, rec *record, rev int64, attempt uint64, gen int64, epoch uint64, readOnly bool) error {
 	s := rec.s
 	s.mu.Lock()
-	target, wasUnsure := rec.target, rec.unsure
+	target, wasUnsure, unsureRev := rec.target, rec.unsure, rec.unsureRev
 	s.mu.Unlock()
+	wrote := rev // the revision the write whose outcome is read was fenced by
 	var q claims.Claim
 	var err error = errUnsettled
 	if !readOnly {
@@ -642,8 +643,13 @@ func (c *Coordinator) writeQuarantine(parent context.Context, rec *record, rev i
 			// moved on because this very quarantine was settled
 			// elsewhere, and writing it again would quarantine a settled
 			// attempt: it is counted as unrecorded instead.
-			if errors.Is(err, claims.ErrClaimMoved) && !wasUnsure {
+			if errors.Is(err, claims.ErrClaimMoved) && (!wasUnsure || cl.Rev == unsureRev) {
+				// (An earlier write fenced by the claim's current
+				// revision did not land: the revision would have moved.)
 				q, err = c.requarantine(parent, s.key, cl, target, attempt, gen)
+				if unknownOutcome(err) {
+					known, wrote = false, cl.Rev // its reply lost: read again
+				}
 			} else {
 				c.st.quarantinesUnrecorded.Add(1)
 				err = fmt.Errorf("replica: quarantine of %q rev %d: the claim moved on (rev %d): %w", s.key, rev, cl.Rev, claims.ErrClaimMoved)
@@ -659,7 +665,7 @@ func (c *Coordinator) writeQuarantine(parent context.Context, rec *record, rev i
 	if known {
 		rec.unsure = false
 	} else if unknownOutcome(err) {
-		rec.unsure = true
+		rec.unsure, rec.unsureRev = true, wrote
 	}
 	if err == nil && q.Rev == 0 {
 		// Read only: it never landed.
