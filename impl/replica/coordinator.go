@@ -443,7 +443,11 @@ func (c *Coordinator) applyMembers(list []claims.Member, rev int64) {
 // claims.FencedError.Stale) is over: nothing settles it, the local
 // quarantine is dropped, and the error wraps ErrQuarantineOver and the
 // store's *claims.FencedError (errors.Is ErrFenced); the session's next
-// turn replaces the claim (CreateOrGet).
+// turn replaces the claim (CreateOrGet). A store Resolve whose reply was
+// lost is settled by reading the claim: nil when it applied (the
+// quarantine's lineage bound again at gen, or gone), its unavailable
+// error when it did not or when the read failed too; retry it then: a
+// retry the store fences because the first try applied returns nil.
 func (c *Coordinator) Resolve(ctx context.Context, key string, attempt uint64, gen int64, accepted bool) error {
 	res := placement.ResolveNotAccepted
 	if accepted {
