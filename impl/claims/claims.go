@@ -272,6 +272,12 @@ type Store interface {
 	// relative to it). The channel is closed when ctx ends or the store
 	// is closed.
 	Events(ctx context.Context) (<-chan Event, error)
+	// IdleTTL returns the idle time-to-live of the store's claims
+	// (Options.IdleTTL, DefaultIdleTTL when it was zero): a claim expires
+	// IdleTTL after its last write or Touch. It makes no call to the
+	// store; every handle of one store answers the same. A replica reads
+	// it so that its keepalive can never fall behind the store's expiry.
+	IdleTTL() time.Duration
 	// Shutdown releases the store's resources (its session: holds and
 	// registrations it made vanish).
 	Shutdown() error

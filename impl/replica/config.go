@@ -1,6 +1,7 @@
 package replica
 
 import (
+	"fmt"
 	"time"
 
 	"github.com/placementlab/placement/impl/claims"
@@ -38,10 +39,15 @@ type Config struct {
 	// Name is this replica's name in the store (its holds, its replica
 	// id). Two live replicas never share a name.
 	Name string
-	// IdleTTL is the store's claim idle time-to-live: set it to the
-	// store's (claims.Options.IdleTTL; zero means claims.DefaultIdleTTL).
-	// The local table keeps an idle binding IdleTTL - TouchInterval, so
-	// the store's claim always outlives it by at least TouchInterval.
+	// IdleTTL is the claims' idle time-to-live the replica works with.
+	// Zero (the usual choice) means the store's own (Store.IdleTTL): one
+	// source of truth. A value longer than the store's is refused (a
+	// *ConfigError naming IdleTTL): the keepalive would touch too seldom,
+	// and claims in use would expire in the store. A shorter one is kept
+	// (the replica only touches more often and drops idle bindings
+	// sooner). The local table keeps an idle binding IdleTTL -
+	// TouchInterval, so the store's claim always outlives it by at least
+	// TouchInterval.
 	IdleTTL time.Duration
 	// TouchInterval bounds the keepalive: every claim this replica holds
 	// leases on is touched at least this often, and each claim used since
@@ -88,8 +94,18 @@ func (cfg Config) withDefaults() (Config, error) {
 	case cfg.MaxAttempts < 0:
 		return cfg, &ConfigError{"MaxAttempts", "must not be negative"}
 	}
-	if cfg.IdleTTL == 0 {
+	storeTTL := cfg.Store.IdleTTL()
+	if mutant("IgnoresStoreTTL") {
+		storeTTL = 0 // the replica's own default, whatever the store's
+	}
+	switch {
+	case cfg.IdleTTL == 0 && storeTTL > 0:
+		cfg.IdleTTL = storeTTL
+	case cfg.IdleTTL == 0:
 		cfg.IdleTTL = claims.DefaultIdleTTL
+	case storeTTL > 0 && cfg.IdleTTL > storeTTL:
+		return cfg, &ConfigError{"IdleTTL", fmt.Sprintf("%v is longer than the store's idle TTL %v: "+
+			"claims in use would expire in the store (leave it zero to use the store's)", cfg.IdleTTL, storeTTL)}
 	}
 	if cfg.TouchInterval == 0 {
 		cfg.TouchInterval = cfg.IdleTTL / 3

@@ -47,18 +47,26 @@ type Coordinator struct {
 	retryMu sync.Mutex
 	retries []retryOp
 
+	// doubts are the Resolves whose outcome is unknown, with their
+	// quarantine's revision (0: unknown). Guarded by doubtMu.
+	doubtMu sync.Mutex
+	doubts  map[doubtKey]int64
+
 	// reholdQ are the records to hold again by their revision
 	// (claims.HoldLineage) at the next keepalive pass. Guarded by
 	// reholdMu.
 	reholdMu sync.Mutex
 	reholdQ  map[*record]struct{}
 
-	ctx       context.Context
-	cancel    context.CancelFunc
-	wg        sync.WaitGroup
-	kickCh    chan *record
-	pokeCh    chan struct{}
-	passMu    sync.Mutex
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+	kickCh chan *record
+	pokeCh chan struct{}
+	passMu sync.Mutex
+	// lastPass is how long the last keepalive pass with store work took
+	// (nanoseconds, wall clock).
+	lastPass  atomic.Int64
 	closeOnce sync.Once
 
 	st counters
@@ -435,7 +443,11 @@ func (c *Coordinator) applyMembers(list []claims.Member, rev int64) {
 // claims.FencedError.Stale) is over: nothing settles it, the local
 // quarantine is dropped, and the error wraps ErrQuarantineOver and the
 // store's *claims.FencedError (errors.Is ErrFenced); the session's next
-// turn replaces the claim (CreateOrGet).
+// turn replaces the claim (CreateOrGet). A store Resolve whose reply was
+// lost is settled by reading the claim: nil when it applied (the
+// quarantine's lineage bound again at gen, or gone), its unavailable
+// error when it did not or when the read failed too; retry it then: a
+// retry the store fences because the first try applied returns nil.
 func (c *Coordinator) Resolve(ctx context.Context, key string, attempt uint64, gen int64, accepted bool) error {
 	res := placement.ResolveNotAccepted
 	if accepted {
@@ -450,6 +462,23 @@ func (c *Coordinator) Resolve(ctx context.Context, key string, attempt uint64, g
 		rec := s.cur.Load()
 		local := rec != nil && rec.state == recQuarantined && rec.own && !rec.written &&
 			rec.attempt == attempt && rec.gen == gen
+		if local && rec.unsure {
+			// Its write's reply was lost: the store may hold it. Read
+			// what the store holds first (when the read fails, it is
+			// settled here, and the queued retry reads again).
+			rev := rec.rev
+			s.mu.Unlock()
+			cl, landed, known, _ := c.readQuarantine(ctx, key, rev, attempt, gen)
+			s.mu.Lock()
+			if s.cur.Load() == rec && rec.state == recQuarantined && !rec.written && known {
+				rec.unsure = false
+				if landed {
+					rec.rev, rec.written = cl.Rev, true
+					c.st.quarantinesWritten.Add(1)
+				}
+			}
+			local = s.cur.Load() == rec && rec.state == recQuarantined && !rec.written
+		}
 		if local && accepted && !rec.unclaimed {
 			s.mu.Unlock()
 			if done, err := c.resolveUnwritten(ctx, s, rec, attempt); done {
@@ -506,11 +535,12 @@ func (c *Coordinator) Resolve(ctx context.Context, key string, attempt uint64, g
 	s.mu.Lock()
 	s.writing++
 	epoch := c.epoch.Load()
+	var qRev int64 // the quarantine's revision, when this replica caches it
+	if rec := s.cur.Load(); rec != nil && rec.state == recQuarantined && rec.attempt == attempt && rec.gen == gen && rec.written {
+		qRev = rec.rev
+	}
 	s.mu.Unlock()
-	sctx, cancel := c.opCtx(ctx)
-	cl, ok, err := c.store.Resolve(sctx, key, attempt, gen, accepted)
-	cancel()
-	c.note(err)
+	cl, ok, err := c.storeResolve(ctx, key, attempt, gen, accepted, qRev)
 	var hold *record
 	s.mu.Lock()
 	s.writing--
@@ -683,7 +713,7 @@ func (c *Coordinator) runRetries(ctx context.Context) {
 			keep = append(keep, ops[i:]...)
 			break
 		}
-		if err := op.fn(ctx); errors.Is(err, claims.ErrUnavailable) {
+		if err := op.fn(ctx); retryable(err) {
 			keep = append(keep, op)
 		}
 	}
@@ -692,4 +722,94 @@ func (c *Coordinator) runRetries(ctx context.Context) {
 		c.retries = append(keep, c.retries...)
 		c.retryMu.Unlock()
 	}
+}
+
+// doubtKey names a Resolve whose outcome is unknown (its reply lost, and
+// the read that would settle it failed too).
+type doubtKey struct {
+	key      string
+	attempt  uint64
+	gen      int64
+	accepted bool
+}
+
+// maxDoubts bounds the Resolves in doubt a replica remembers.
+const maxDoubts = 1024
+
+// storeResolve is the store's Resolve of key's quarantine of attempt (at
+// gen; qRev is its revision when known, else 0), bounded by StoreTimeout.
+// A Resolve whose outcome is unknown (its reply lost) is settled by
+// reading the claim (resolvedBy); when that read fails too, the Resolve is
+// remembered as in doubt and its unavailable error returned, and a retry
+// of it that the store fences is judged by the claim the store reports
+// (FencedError.Current): a retried Resolve whose first try applied
+// succeeds.
+func (c *Coordinator) storeResolve(parent context.Context, key string, attempt uint64, gen int64, accepted bool, qRev int64) (claims.Claim, bool, error) {
+	ctx, cancel := c.opCtx(parent)
+	cl, ok, err := c.store.Resolve(ctx, key, attempt, gen, accepted)
+	cancel()
+	c.note(err)
+	if err == nil || mutant("UnsettledResolve") {
+		return cl, ok, err
+	}
+	dk := doubtKey{key, attempt, gen, accepted}
+	var fe *claims.FencedError
+	switch {
+	case unknownOutcome(err):
+		rctx, cancel := c.opCtx(parent)
+		cur, found, gerr := c.store.Get(rctx, key)
+		cancel()
+		c.note(gerr)
+		if gerr != nil {
+			c.doubtMu.Lock()
+			if c.doubts == nil {
+				c.doubts = map[doubtKey]int64{}
+			}
+			if len(c.doubts) >= maxDoubts {
+				for k := range c.doubts {
+					delete(c.doubts, k)
+					break
+				}
+			}
+			c.doubts[dk] = qRev
+			c.doubtMu.Unlock()
+			return cl, ok, err
+		}
+		if found && cur.State == claims.Quarantined && cur.Attempt == attempt && cur.Gen == gen {
+			return cl, ok, err // not applied: the caller may try again
+		}
+		if resolvedBy(cur, found, gen, accepted, qRev) {
+			return resolveResult(cur, found, accepted)
+		}
+		return claims.Claim{}, false, &claims.FencedError{Key: key, Attempt: attempt, Gen: gen, Current: cur, Found: found}
+	case errors.As(err, &fe) && !fe.Stale:
+		c.doubtMu.Lock()
+		q, doubt := c.doubts[dk]
+		delete(c.doubts, dk)
+		c.doubtMu.Unlock()
+		if doubt && resolvedBy(fe.Current, fe.Found, gen, accepted, q) {
+			return resolveResult(fe.Current, fe.Found, accepted)
+		}
+	}
+	return cl, ok, err
+}
+
+// resolvedBy reports whether cur (found: the claim read after a Resolve of
+// a quarantine at gen, quarantined at revision qRev if known, whose
+// outcome was unknown) is what that Resolve leaves: accepted, the
+// quarantine's lineage bound again at gen (a revision after qRev); not
+// accepted, the lineage gone (no claim, or a newer lineage).
+func resolvedBy(cur claims.Claim, found bool, gen int64, accepted bool, qRev int64) bool {
+	if accepted {
+		return found && cur.State == claims.Bound && cur.Gen == gen && (qRev == 0 || cur.Born <= qRev && cur.Rev > qRev)
+	}
+	return !found || qRev != 0 && cur.Born > qRev || qRev == 0 && cur.Gen != gen
+}
+
+// resolveResult is a Resolve's answer when it applied, from the claim read.
+func resolveResult(cur claims.Claim, found, accepted bool) (claims.Claim, bool, error) {
+	if accepted && found {
+		return cur, true, nil
+	}
+	return claims.Claim{}, false, nil
 }

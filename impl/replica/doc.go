@@ -20,7 +20,13 @@
 //     by its revision) and retries on a target not tried (ErrRetry);
 //     Ambiguous quarantines the claim in the store, so every replica
 //     refuses the session (*QuarantinedError) until Coordinator.Resolve
-//     settles it or the worker's generation moves on.
+//     settles it or the worker's generation moves on. Two replicas'
+//     attempts under one revision may both be ambiguous: the store holds
+//     one quarantine, and the second (refused as moved) is written once
+//     the first is settled and the claim is bound again to the same
+//     target and generation; if the claim ended instead, the store cannot
+//     hold it: it stays quarantined on its replica alone, counted
+//     (Stats.QuarantinesUnrecorded).
 //   - The store's Delete events evict the cached revision they end, and a
 //     Reset evicts every cached claim (requests in flight finish; the next
 //     turn reads the claim again). After a Reset (the store came back, or
@@ -44,6 +50,25 @@
 //     store's Resolve with the same outcome (Stats.LateQuarantinesResolved),
 //     so that no replica refuses the session for a quarantine already
 //     settled.
+//   - A store write whose reply was lost (an unavailable error or a
+//     deadline: the write may or may not have been applied) is settled by
+//     reading the store (Store.Get), as the project settles an ambiguous
+//     dispatch, never assumed either way. A Quarantine is the store's when
+//     the claim read is quarantined with its attempt (attempt ids are
+//     unique): Resolve then settles it in the store; when the read fails
+//     too, the quarantine is settled locally, and the queued retry reads
+//     again once the store answers (a quarantine that landed is then
+//     resolved there with the same outcome). A Resolve is judged by the
+//     quarantine's end (its lineage bound again at its generation, or
+//     gone): one that applied returns nil, and one whose read failed too
+//     returns its unavailable error and is remembered, so that its retry,
+//     fenced by its own first try, succeeds. A Close is counted by the
+//     claim read (gone: deleted; Closing in its lineage: deferred; its
+//     revision still current: retried, reading first). Hold, Unhold and
+//     Touch are idempotent and retried; a Hold that may have landed is
+//     given up when its record ends, as one that did. A CreateOrGet is
+//     settled by reading the claim (the turn dispatches under the claim
+//     found, adopted; none: the session is placed unclaimed).
 //   - Coordinator.Resolve of a quarantine whose worker re-registered or
 //     left (the store's claims.FencedError.Stale) drops the local
 //     quarantine and returns ErrQuarantineOver: the next turn replaces
@@ -69,6 +94,9 @@
 //     proposing its local target: first writer wins, and a session whose
 //     claim another replica wrote meanwhile follows that claim at its next
 //     turn (Stats.ReconcilesLost).
+//   - The replica's idle TTL is the store's (claims.Store.IdleTTL) unless
+//     Config.IdleTTL sets a shorter one; a longer one is refused at New
+//     (a *ConfigError), since its keepalive would let claims in use expire.
 //   - A keepalive goroutine touches every claim held with local leases at
 //     least every TouchInterval (IdleTTL/3 by default), and each claim used
 //     since its last pass once more (one rewritten elsewhere while
@@ -79,7 +107,10 @@
 //     its lineage ended); it also gives up the
 //     holds of entries that ended locally, holds again the claims queued
 //     for it (HoldLineage), and retries the writes that found the store
-//     down.
+//     down. A pass's store calls run in parallel across keys (up to 64 at
+//     once, each key's in order), so a slow store that still answers
+//     keeps every claim in use alive; Stats.KeepalivePass and
+//     Stats.OldestTouch report the lag.
 //
 // Stats reports what a replica did (cached turns, store round trips,
 // claims created and adopted, evictions, unclaimed placements, reconciles

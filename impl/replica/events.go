@@ -72,7 +72,11 @@ func (c *Coordinator) onDelete(key string, rev int64) {
 		return
 	}
 	if rec.state == recQuarantined && rec.own && !rec.written {
-		return // the store never recorded this quarantine: keep refusing
+		// The store never recorded this quarantine: keep refusing. Its
+		// write may wait for another attempt's quarantine of the claim
+		// (errQuarantineWaits): retry it now that the claim moved.
+		c.poke()
+		return
 	}
 	c.evictLocked(s, rec)
 	c.st.deleteEvictions.Add(1)

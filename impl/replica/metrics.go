@@ -1,6 +1,9 @@
 package replica
 
-import "sync/atomic"
+import (
+	"sync/atomic"
+	"time"
+)
 
 // counter is an atomic counter on its own cache line (the hot path's
 // counters are bumped by every turn).
@@ -23,7 +26,7 @@ type counters struct {
 	closesDeleted, closesDeferred, closesStale counter
 
 	quarantinesWritten, quarantinesSeen, quarantineRefusals, resolves counter
-	lateQuarantinesResolved                                           counter
+	lateQuarantinesResolved, quarantinesUnrecorded                    counter
 
 	refusals, holds, unholds, touches counter
 
@@ -81,7 +84,10 @@ type Stats struct {
 	// ClosesDeleted, ClosesDeferred and ClosesStale count this replica's
 	// terminal closes by result: the claim deleted; marked Closing
 	// because another replica holds it; fenced off because the revision
-	// held was no longer current (nothing changed).
+	// held was no longer current (nothing changed). A close whose reply
+	// was lost is counted by what the store shows when it is read (no
+	// claim, or a newer lineage: deleted; Closing: deferred), not as the
+	// stale answer its retry would get.
 	ClosesDeleted, ClosesDeferred, ClosesStale uint64
 	// QuarantinesWritten counts the ambiguous dispatches of this replica
 	// recorded in the store; QuarantinesShared the quarantines of other
@@ -95,6 +101,19 @@ type Stats struct {
 	// recorded it yet): the store was told the outcome afterwards, so
 	// that other replicas do not refuse the session.
 	LateQuarantinesResolved uint64
+	// QuarantinesUnrecorded counts this replica's ambiguous attempts the
+	// store could not record: the claim they were dispatched under ended
+	// (or moved to another target or generation) before their quarantine
+	// was written, typically after another replica's attempt under the
+	// same revision was quarantined first and then settled not accepted.
+	// Such an attempt stays quarantined on this replica (until Resolve,
+	// QuarantineTTL or its worker's next generation), but other replicas
+	// do not see it. (One refused while the other attempt's quarantine
+	// holds the claim is written once that one is settled.) Counted too:
+	// an attempt whose quarantine write's reply was lost and whose claim
+	// moved on before a read could tell whether it landed (it may have
+	// been settled elsewhere: it is not written again).
+	QuarantinesUnrecorded uint64
 	// Refusals counts placing dispatches a target refused
 	// (DefinitelyNotAccepted: their claim was closed, fenced).
 	Refusals uint64
@@ -115,6 +134,18 @@ type Stats struct {
 	// PendingWrites is a gauge: store writes that found the store
 	// unreachable and wait to be retried (closes, quarantines).
 	PendingWrites int
+	// KeepalivePass is a gauge: how long the last keepalive pass that
+	// had store work took, on the wall clock (its retries, re-holds,
+	// touches and unholds; the touches run in parallel, up to 64 keys at
+	// once). A pass that nears TouchInterval means the store is too slow
+	// for the claims in use.
+	KeepalivePass time.Duration
+	// OldestTouch is a gauge: the age, on the core's clock, of the oldest
+	// touch among the claims this replica has requests in flight on (0
+	// with none): how far the keepalive lags. It stays below
+	// TouchInterval plus a pass; at IdleTTL such a claim expires in the
+	// store.
+	OldestTouch time.Duration
 }
 
 // Stats returns the coordinator's counters and gauges. It walks the local
@@ -147,6 +178,7 @@ func (c *Coordinator) Stats() Stats {
 		QuarantineRefusals:      s.quarantineRefusals.Load(),
 		Resolves:                s.resolves.Load(),
 		LateQuarantinesResolved: s.lateQuarantinesResolved.Load(),
+		QuarantinesUnrecorded:   s.quarantinesUnrecorded.Load(),
 		Refusals:                s.refusals.Load(),
 		Holds:                   s.holds.Load(),
 		Unholds:                 s.unholds.Load(),
@@ -154,8 +186,16 @@ func (c *Coordinator) Stats() Stats {
 		Reholds:                 s.reholds.Load(),
 		ReholdsEnded:            s.reholdsEnded.Load(),
 	}
+	now := int64(c.core.Now())
 	c.slots.Range(func(_, v any) bool {
 		sl := v.(*slot)
+		sl.mu.Lock()
+		for r := range sl.leased {
+			if t := r.lastTouch.Load(); t != 0 && !r.unclaimed && r.rev != 0 && !r.gone.Load() {
+				out.OldestTouch = max(out.OldestTouch, time.Duration(now-t))
+			}
+		}
+		sl.mu.Unlock()
 		if rec := sl.cur.Load(); rec != nil && !rec.evicted.Load() {
 			out.Cached++
 			sl.mu.Lock()
@@ -169,5 +209,6 @@ func (c *Coordinator) Stats() Stats {
 	c.retryMu.Lock()
 	out.PendingWrites = len(c.retries)
 	c.retryMu.Unlock()
+	out.KeepalivePass = time.Duration(c.lastPass.Load())
 	return out
 }

@@ -41,6 +41,35 @@ package replica
 //     current record and no hold even while a record of it has requests
 //     in flight: no pass touches their claim again, and it expires under
 //     them (linearizability/claimslin's routing runs found it).
+//   - IgnoresStoreTTL: a Config left at IdleTTL zero means
+//     claims.DefaultIdleTTL whatever the store's, and a longer one than
+//     the store's is accepted: the keepalive touches too seldom and
+//     claims in use expire in the store (issue 25, item 2).
+//   - UnsettledQuarantine: a quarantine write whose reply was lost is
+//     taken as not applied (the store is not read): Resolve settles it
+//     locally and the store keeps the quarantine, so every replica
+//     refuses the session (issue 25, item 1).
+//   - UnsettledResolve: a Resolve whose reply was lost is not settled by
+//     reading the store: it returns the unavailable error though it
+//     applied, and its retry is fenced by its own first try (issue 25,
+//     item 5).
+//   - UnsettledClose: a terminal close whose reply was lost is retried
+//     without reading the store: a close that deleted or deferred the
+//     claim is counted as stale (issue 25, item 5).
+//   - SerialTouches: the keepalive touches claims one at a time: on a
+//     slow store (156 ms a touch) 40 claims in use outlast a 3 s idle
+//     TTL and expire (issue 25, item 4).
+//   - DropsSecondQuarantine: an own quarantine refused because another
+//     attempt under the same revision was quarantined first is dropped
+//     from the store's view: once that one is settled, other replicas
+//     dispatch while this attempt's outcome is unknown (the claims spec
+//     review's finding).
+//   - UnsettledHold: a Hold whose reply was lost is taken as not made:
+//     when it landed and its record ends, nothing gives it up, and a
+//     close deferred on it leaves the claim Closing (issue 25, item 1).
+//   - UnsettledCreate: a CreateOrGet whose reply was lost is taken as
+//     not applied: the session is placed unclaimed though its claim was
+//     written (issue 25, item 1).
 //
 // mutant_test.go checks that each of them fails a contract test.
 func mutant(string) bool { return false }

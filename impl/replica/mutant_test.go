@@ -27,6 +27,14 @@ var variants = []struct{ name, catcher string }{
 	{"DefersEveryRecord", "TestGap_DeleteDuringQuarantineWriteEvictsBinding"},
 	{"ForgetsLateQuarantine", "TestGap_LateQuarantineWriteResolved"},
 	{"DropsLeasedSlot", "TestGap_SlotKeptWhileLeased"},
+	{"IgnoresStoreTTL", "TestGap_IdleTTLFromStore"},
+	{"UnsettledQuarantine", "TestGap_LostQuarantineReplySettled"},
+	{"UnsettledResolve", "TestGap_LostResolveReplySettled"},
+	{"UnsettledClose", "TestGap_LostCloseReplyCounted"},
+	{"SerialTouches", "TestGap_SlowStoreKeepsClaimsInUse"},
+	{"DropsSecondQuarantine", "TestGap_SecondAmbiguousQuarantineRecorded"},
+	{"UnsettledHold", "TestGap_LostHoldReplyGivenUp"},
+	{"UnsettledCreate", "TestGap_LostCreateReplySettled"},
 }
 
 // TestVariantsCaught re-runs this test binary under each variant with its

@@ -18,7 +18,8 @@ import (
 // TestRandomFaults drives three replicas through random turns (accepted,
 // refused, ambiguous, final) of a few sessions while the store injects
 // faults (Resets, delayed and duplicated events, a replica's store
-// unreachable, lost sessions, worker restarts), and checks:
+// unreachable, lost sessions, worker restarts, writes whose reply is lost),
+// and checks:
 //
 //   - agreement: every turn made under the same claim revision of a
 //     session, on any replica, has the same target and generation;
@@ -71,7 +72,16 @@ func TestRandomFaults(t *testing.T) {
 			w := fmt.Sprintf("w%d", 1+rng.IntN(3))
 			_, err := e.workers.Register(ctx, w, fmt.Sprintf("boot-%d", op))
 			require.NoError(t, err)
-		case x < 16:
+		case x < 14:
+			// A write's reply lost (it is applied all the same), the
+			// connection sometimes cut with it.
+			writes := []string{"create-or-get", "hold", "unhold", "close", "quarantine", "resolve", "touch"}
+			cut := rng.IntN(4) == 0
+			e.b.LoseReply(r, writes[rng.IntN(len(writes))], 1, cut)
+			if cut {
+				down[r] = true
+			}
+		case x < 18:
 			for k, qe := range quarantined {
 				err := c.Resolve(tctx(t), k, qe.Attempt, qe.Gen, rng.IntN(2) == 0)
 				if err != nil && !errors.Is(err, claims.ErrFenced) && !errors.Is(err, claims.ErrUnavailable) &&
@@ -127,6 +137,9 @@ func TestRandomFaults(t *testing.T) {
 	}
 	// The faults end.
 	for _, n := range names {
+		for _, op := range []string{"create-or-get", "hold", "unhold", "close", "quarantine", "resolve", "touch"} {
+			e.b.LoseReply(n, op, 0, false) // no lost reply (nor cut) is left pending
+		}
 		e.b.HoldEvents(n, false)
 		e.b.SetUnavailable(n, false)
 	}

@@ -143,7 +143,13 @@ type record struct {
 	coreGen   uint64 // the core generation the record's attempt was dispatched at
 	own       bool   // quarantined: the local core holds the quarantine
 	written   bool   // quarantined: the store recorded it
-	adopted   bool   // the claim was another's (its idle deadline is unknown)
+	// unsure: quarantined, not written: a write of the quarantine ended
+	// with its outcome unknown (its reply lost) and no read of the store
+	// has settled it since: the store may hold the quarantine.
+	unsure bool
+	// unsureRev is the revision the unsure write was fenced by.
+	unsureRev int64
+	adopted   bool // the claim was another's (its idle deadline is unknown)
 	// settled is how Resolve settled this own quarantine locally, before
 	// the store recorded it (settledNone: not settled so): a write of it
 	// that lands afterwards is followed by the store's Resolve.

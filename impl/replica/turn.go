@@ -471,6 +471,18 @@ func (c *Coordinator) createOrGet(ctx context.Context, key string, propose func(
 		defer cancel()
 		cl, created, err := c.store.CreateOrGet(sctx, key, propose)
 		c.note(err)
+		if unknownOutcome(err) && !mutant("UnsettledCreate") {
+			// Its reply was lost: the claim may have been written. Read
+			// it (taken as adopted: its idle deadline is touched); none
+			// means it was not (the session is placed unclaimed).
+			gctx, gcancel := c.opCtx(c.ctx)
+			g, ok, gerr := c.store.Get(gctx, key)
+			gcancel()
+			c.note(gerr)
+			if gerr == nil && ok {
+				cl, created, err = g, false, nil
+			}
+		}
 		if err == nil && created {
 			c.st.claimsCreated.Add(1)
 		}
@@ -563,21 +575,23 @@ func (c *Coordinator) quarantine(t *Turn, coreErr error) error {
 	s.writing++
 	epoch := c.epoch.Load()
 	s.mu.Unlock()
-	err := c.writeQuarantine(context.WithoutCancel(t.ctx), rec, rev, amb.Attempt, gen, epoch)
-	if errors.Is(err, claims.ErrUnavailable) {
+	err := c.writeQuarantine(context.WithoutCancel(t.ctx), rec, rev, amb.Attempt, gen, epoch, false)
+	if retryable(err) {
 		c.addRetry("quarantine", func(ctx context.Context) error {
 			s.mu.Lock()
 			pending := rec.state == recQuarantined && !rec.written && s.cur.Load() == rec
-			s.writing++
-			epoch := c.epoch.Load()
-			s.mu.Unlock()
-			if !pending {
-				s.mu.Lock()
-				s.writing--
+			// Settled or ended here meanwhile, but the store may hold the
+			// quarantine all the same (a write whose reply was lost): read
+			// what it holds (the late-quarantine path settles it there).
+			unsure := rec.unsure && !rec.written
+			if !pending && !unsure {
 				s.mu.Unlock()
 				return nil
 			}
-			return c.writeQuarantine(ctx, rec, rev, amb.Attempt, gen, epoch)
+			s.writing++
+			epoch := c.epoch.Load()
+			s.mu.Unlock()
+			return c.writeQuarantine(ctx, rec, rev, amb.Attempt, gen, epoch, !pending)
 		})
 	}
 	s.mu.Lock()
@@ -586,17 +600,79 @@ func (c *Coordinator) quarantine(t *Turn, coreErr error) error {
 	return qe
 }
 
-// writeQuarantine writes rec's quarantine to the store, fenced by rev.
-// The caller counted the write in s.writing; it is uncounted here, and
-// the events that waited for it are applied.
-func (c *Coordinator) writeQuarantine(parent context.Context, rec *record, rev int64, attempt uint64, gen int64, epoch uint64) error {
+// writeQuarantine writes rec's quarantine to the store, fenced by rev
+// (with readOnly, it only reads whether an earlier write of it landed).
+// A write whose outcome is unknown (its reply lost) or that was refused
+// as moved (an earlier write of it may have landed) is settled by reading
+// the store (readQuarantine), never assumed either way; when the read
+// fails too, rec stays unsure and the caller's retry reads again. The
+// caller counted the write in s.writing; it is uncounted here, and the
+// events that waited for it are applied.
+func (c *Coordinator) writeQuarantine(parent context.Context, rec *record, rev int64, attempt uint64, gen int64, epoch uint64, readOnly bool) error {
 	s := rec.s
-	ctx, cancel := c.opCtx(parent)
-	q, err := c.store.Quarantine(ctx, s.key, rev, attempt, gen)
-	cancel()
-	c.note(err)
+	s.mu.Lock()
+	target, wasUnsure, unsureRev := rec.target, rec.unsure, rec.unsureRev
+	s.mu.Unlock()
+	wrote := rev // the revision the write whose outcome is read was fenced by
+	var q claims.Claim
+	var err error = errUnsettled
+	if !readOnly {
+		ctx, cancel := c.opCtx(parent)
+		q, err = c.store.Quarantine(ctx, s.key, rev, attempt, gen)
+		cancel()
+		c.note(err)
+	}
+	known := err == nil
+	if err != nil && (unknownOutcome(err) || errors.Is(err, claims.ErrClaimMoved)) && !mutant("UnsettledQuarantine") {
+		cl, landed, ok, gerr := c.readQuarantine(parent, s.key, rev, attempt, gen)
+		known = ok
+		switch {
+		case landed:
+			q, err = cl, nil
+		case ok && readOnly:
+			err = nil // it never landed: nothing to settle in the store
+		case ok && cl.Rev != rev:
+			// The claim moved on without this quarantine: another
+			// replica's attempt under the same revision was quarantined
+			// first (and maybe settled since), or the claim ended. This
+			// attempt's outcome is still unknown: it is written on the
+			// claim's target and generation whenever the store holds
+			// them (at once if the claim is bound again; after the other
+			// quarantine is settled), never dropped. Unless a write of it
+			// may have landed (its reply lost): then the claim may have
+			// moved on because this very quarantine was settled
+			// elsewhere, and writing it again would quarantine a settled
+			// attempt: it is counted as unrecorded instead.
+			if errors.Is(err, claims.ErrClaimMoved) && (!wasUnsure || cl.Rev == unsureRev) {
+				// (An earlier write fenced by the claim's current
+				// revision did not land: the revision would have moved.)
+				q, err = c.requarantine(parent, s.key, cl, target, attempt, gen)
+				if unknownOutcome(err) {
+					known, wrote = false, cl.Rev // its reply lost: read again
+				}
+			} else {
+				c.st.quarantinesUnrecorded.Add(1)
+				err = fmt.Errorf("replica: quarantine of %q rev %d: the claim moved on (rev %d): %w", s.key, rev, cl.Rev, claims.ErrClaimMoved)
+			}
+		case !ok && readOnly:
+			err = gerr
+		}
+	} else if mutant("UnsettledQuarantine") {
+		known = true
+	}
 	s.mu.Lock()
 	s.writing--
+	if known {
+		rec.unsure = false
+	} else if unknownOutcome(err) {
+		rec.unsure, rec.unsureRev = true, wrote
+	}
+	if err == nil && q.Rev == 0 {
+		// Read only: it never landed.
+		defer s.mu.Unlock()
+		c.applyDeferredLocked(s, rec)
+		return nil
+	}
 	if err == nil {
 		c.st.quarantinesWritten.Add(1)
 		rec.rev, rec.written = q.Rev, true
@@ -609,19 +685,14 @@ func (c *Coordinator) writeQuarantine(parent context.Context, rec *record, rev i
 		// the attempt and generation, like any Resolve); the Deletes it
 		// brings evict what is cached.
 		s.writing++
+		qRev := rec.rev
 		s.mu.Unlock()
-		ctx, cancel := c.opCtx(context.WithoutCancel(parent))
-		_, _, rerr := c.store.Resolve(ctx, s.key, attempt, gen, settled == settledAccepted)
-		cancel()
-		c.note(rerr)
+		_, _, rerr := c.storeResolve(context.WithoutCancel(parent), s.key, attempt, gen, settled == settledAccepted, qRev)
 		if rerr == nil {
 			c.st.lateQuarantinesResolved.Add(1)
-		} else if errors.Is(rerr, claims.ErrUnavailable) {
+		} else if unknownOutcome(rerr) {
 			c.addRetry("resolve", func(ctx context.Context) error {
-				ctx, cancel := c.opCtx(ctx)
-				defer cancel()
-				_, _, err := c.store.Resolve(ctx, s.key, attempt, gen, settled == settledAccepted)
-				c.note(err)
+				_, _, err := c.storeResolve(ctx, s.key, attempt, gen, settled == settledAccepted, qRev)
 				if err == nil {
 					c.st.lateQuarantinesResolved.Add(1)
 				}
@@ -805,8 +876,28 @@ func (c *Coordinator) hold(s *slot, rec *record) {
 			c.poke()
 		}
 	default:
+		c.maybeHeld(s, rec, err)
 		c.needRehold(rec) // the keepalive pass holds it again (HoldLineage)
 	}
+}
+
+// maybeHeld records that a Hold of rec's claim whose outcome is unknown
+// (err: its reply lost) may have landed: unless a record holds the key
+// already, rec is the key's holder, so that the hold is given up when rec
+// ends, as one that surely landed (Unhold of a hold that never landed
+// changes nothing).
+func (c *Coordinator) maybeHeld(s *slot, rec *record, err error) {
+	if !unknownOutcome(err) || mutant("UnsettledHold") {
+		return
+	}
+	s.mu.Lock()
+	if s.holder == nil {
+		s.holder = rec
+		if rec.evicted.Load() && rec.leases.Load() == 0 {
+			c.poke() // ended already: give it up
+		}
+	}
+	s.mu.Unlock()
 }
 
 // needRehold queues rec to be held again at the next keepalive pass, by
@@ -884,6 +975,8 @@ func (c *Coordinator) rehold(parent context.Context, rec *record) error {
 			c.poke() // its requests ended as it was held: give the hold up
 		}
 		s.mu.Unlock()
+	case unknownOutcome(err):
+		c.maybeHeld(s, rec, err)
 	case errors.Is(err, claims.ErrClaimMoved):
 		rec.needHold.Store(false)
 		rec.gone.Store(true)
@@ -942,17 +1035,11 @@ func (c *Coordinator) storeClose(s *slot, rec *record, rev int64) {
 		}
 		cancel()
 	}
-	ctx, cancel := c.opCtx(c.ctx)
-	res, err := c.store.Close(ctx, s.key, rev, c.cfg.Name)
-	cancel()
-	c.note(err)
+	res, err := c.closeSettled(c.ctx, s.key, rev, false)
 	if err != nil {
-		if errors.Is(err, claims.ErrUnavailable) {
+		if unknownOutcome(err) {
 			c.addRetry("close", func(ctx context.Context) error {
-				ctx, cancel := c.opCtx(ctx)
-				defer cancel()
-				res, err := c.store.Close(ctx, s.key, rev, c.cfg.Name)
-				c.note(err)
+				res, err := c.closeSettled(ctx, s.key, rev, true)
 				if err == nil {
 					c.countClose(res)
 				}
@@ -972,6 +1059,48 @@ func (c *Coordinator) storeClose(s *slot, rec *record, rev int64) {
 	if res == claims.CloseStale && h != nil && h != cur {
 		c.unholdOpLocked(s, h)
 	}
+}
+
+// closeSettled is the store's Close of key at rev by this replica (with
+// readFirst, a retry of one whose outcome is unknown: the claim is read
+// first). A Close whose outcome is unknown (its reply lost) is settled by
+// reading the claim, and its result is what the claim read shows: none,
+// or a newer lineage: CloseDeleted (the lineage ended, by this close or
+// otherwise); Closing in rev's lineage: CloseDeferred; rev still current:
+// not applied (the error, as it was: the caller retries, reading first);
+// rewritten otherwise: CloseStale. When the read fails, its error.
+func (c *Coordinator) closeSettled(parent context.Context, key string, rev int64, readFirst bool) (claims.CloseResult, error) {
+	if mutant("UnsettledClose") {
+		readFirst = false
+	}
+	var err error = errUnsettled
+	if !readFirst {
+		ctx, cancel := c.opCtx(parent)
+		var res claims.CloseResult
+		res, err = c.store.Close(ctx, key, rev, c.cfg.Name)
+		cancel()
+		c.note(err)
+		if !unknownOutcome(err) || mutant("UnsettledClose") {
+			return res, err
+		}
+	}
+	ctx, cancel := c.opCtx(parent)
+	cl, found, gerr := c.store.Get(ctx, key)
+	cancel()
+	c.note(gerr)
+	switch {
+	case gerr != nil:
+		return 0, gerr
+	case found && cl.Rev == rev && readFirst:
+		return c.closeSettled(parent, key, rev, false) // not applied: close now
+	case found && cl.Rev == rev:
+		return 0, err // not applied: retried
+	case !found || cl.Born > rev:
+		return claims.CloseDeleted, nil
+	case cl.InLineage(rev) && cl.State == claims.Closing:
+		return claims.CloseDeferred, nil
+	}
+	return claims.CloseStale, nil
 }
 
 func (c *Coordinator) countClose(res claims.CloseResult) {
@@ -1015,4 +1144,80 @@ func (c *Coordinator) kickTouch(rec *record) {
 	case c.kickCh <- rec:
 	default:
 	}
+}
+
+// errUnsettled stands for the unknown outcome of a write that an earlier
+// call left unsettled (its reply lost, and the store not read since).
+var errUnsettled = &claims.UnavailableError{Op: "settle", Err: errors.New("replica: a write's outcome is not known yet")}
+
+// unknownOutcome reports whether a store write that ended with err may or
+// may not have been applied: its reply was lost (the store unreachable as
+// it answered, the connection cut after the request was sent, or the
+// call's deadline passed). The project treats such a write as it treats
+// a dispatch: its outcome is settled by reading the store, never assumed.
+func unknownOutcome(err error) bool {
+	return errors.Is(err, claims.ErrUnavailable) || errors.Is(err, context.DeadlineExceeded)
+}
+
+// readQuarantine reads key's claim to settle a Quarantine of attempt (at
+// gen, fenced by rev) whose outcome is unknown: landed when the claim is
+// quarantined with attempt at gen (attempt ids are unique: it is this
+// write's); otherwise cl is the claim read (zero when there is none).
+// known is false when the read failed (gerr).
+func (c *Coordinator) readQuarantine(parent context.Context, key string, rev int64, attempt uint64, gen int64) (cl claims.Claim, landed, known bool, gerr error) {
+	ctx, cancel := c.opCtx(parent)
+	cl, ok, gerr := c.store.Get(ctx, key)
+	cancel()
+	c.note(gerr)
+	if gerr != nil {
+		return claims.Claim{}, false, false, gerr
+	}
+	if !ok {
+		return claims.Claim{}, false, true, nil
+	}
+	return cl, cl.State == claims.Quarantined && cl.Attempt == attempt && cl.Gen == gen, true, nil
+}
+
+// errQuarantineWaits: an own quarantine the store refused because
+// another attempt's quarantine holds the claim (both dispatched under one
+// revision): it is written once that one is settled (retried by the
+// keepalive).
+var errQuarantineWaits = fmt.Errorf("replica: another attempt's quarantine holds the claim: %w", claims.ErrClaimMoved)
+
+// retryable reports whether a write that ended with err is queued for the
+// keepalive to retry: its outcome is unknown, or it waits for another
+// attempt's quarantine.
+func retryable(err error) bool {
+	return unknownOutcome(err) || errors.Is(err, errQuarantineWaits)
+}
+
+// requarantine records attempt (dispatched to target at generation gen)
+// on key's claim cl, read after the Quarantine fenced by the attempt's
+// revision was refused as moved: cl is bound to the same target and
+// generation (the other attempt's quarantine settled accepted, or a new
+// claim there): a Quarantine fenced by cl's revision; cl quarantined
+// there by another attempt: errQuarantineWaits (retried); otherwise (no
+// claim, another target or generation, Closing) the store cannot hold it:
+// the attempt stays quarantined on this replica alone, counted in
+// Stats.QuarantinesUnrecorded, and the error says so.
+func (c *Coordinator) requarantine(parent context.Context, key string, cl claims.Claim, target claims.Target, attempt uint64, gen int64) (claims.Claim, error) {
+	if mutant("DropsSecondQuarantine") {
+		return claims.Claim{}, fmt.Errorf("replica: quarantine of %q: %w", key, claims.ErrClaimMoved)
+	}
+	switch {
+	case cl.Rev != 0 && cl.Target == target && cl.Gen == gen && cl.State == claims.Bound:
+		ctx, cancel := c.opCtx(parent)
+		q, err := c.store.Quarantine(ctx, key, cl.Rev, attempt, gen)
+		cancel()
+		c.note(err)
+		if errors.Is(err, claims.ErrClaimMoved) {
+			return claims.Claim{}, errQuarantineWaits // moved again: read again at the next pass
+		}
+		return q, err
+	case cl.Rev != 0 && cl.Target == target && cl.Gen == gen && cl.State == claims.Quarantined:
+		return claims.Claim{}, errQuarantineWaits
+	}
+	c.st.quarantinesUnrecorded.Add(1)
+	return claims.Claim{}, fmt.Errorf("replica: quarantine of %q attempt %d: the claim it was dispatched under ended: "+
+		"the store cannot record it (kept on this replica): %w", key, attempt, claims.ErrClaimMoved)
 }

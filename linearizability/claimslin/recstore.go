@@ -392,6 +392,10 @@ func (r *recStore) Events(ctx context.Context) (<-chan claims.Event, error) {
 	return out, nil
 }
 
+// IdleTTL implements claims.Store: the inner store's (no call, not
+// recorded).
+func (r *recStore) IdleTTL() time.Duration { return r.s.IdleTTL() }
+
 // Shutdown implements claims.Store: the session ends (recorded as
 // EndSession).
 func (r *recStore) Shutdown() error {

@@ -1065,6 +1065,10 @@ func (t *tx) sweepClaims() error {
 	return nil
 }
 
+// IdleTTL implements claims.Store: Config.IdleTTL (claims.DefaultIdleTTL
+// when it was zero).
+func (s *Store) IdleTTL() time.Duration { return s.ttl }
+
 // Shutdown implements claims.Store: the handle's holds and registrations
 // vanish (a Closing claim it last held is deleted), its streams close and
 // later calls fail with claims.ErrClosed.

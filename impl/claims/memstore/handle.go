@@ -2,8 +2,10 @@ package memstore
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
+	"time"
 
 	"github.com/placementlab/placement/impl/claims"
 )
@@ -45,8 +47,8 @@ func (h *handle) begin(ctx context.Context, op string) error {
 	return nil
 }
 
-// CreateOrGet implements claims.Store.
-func (h *handle) CreateOrGet(ctx context.Context, key string, propose func() (claims.Target, error)) (claims.Claim, bool, error) {
+// createOrGet is CreateOrGet, before a lost reply is injected.
+func (h *handle) createOrGet(ctx context.Context, key string, propose func() (claims.Target, error)) (claims.Claim, bool, error) {
 	const op = "create-or-get"
 	if err := claims.CheckCreateOrGet(key, propose); err != nil {
 		return claims.Claim{}, false, err
@@ -160,8 +162,8 @@ func (h *handle) beginCurrent(ctx context.Context, op, key string, rev int64) (*
 	return r, nil
 }
 
-// Hold implements claims.Store.
-func (h *handle) Hold(ctx context.Context, key string, rev int64, replica string) error {
+// hold is Hold, before a lost reply is injected.
+func (h *handle) hold(ctx context.Context, key string, rev int64, replica string) error {
 	if err := claims.CheckHold(key, rev, replica); err != nil {
 		return err
 	}
@@ -174,8 +176,8 @@ func (h *handle) Hold(ctx context.Context, key string, rev int64, replica string
 	return nil
 }
 
-// Unhold implements claims.Store.
-func (h *handle) Unhold(ctx context.Context, key string, replica string) error {
+// unhold is Unhold, before a lost reply is injected.
+func (h *handle) unhold(ctx context.Context, key string, replica string) error {
 	if err := claims.CheckUnhold(key, replica); err != nil {
 		return err
 	}
@@ -197,8 +199,8 @@ func (h *handle) Unhold(ctx context.Context, key string, replica string) error {
 	return nil
 }
 
-// Close implements claims.Store.
-func (h *handle) Close(ctx context.Context, key string, rev int64, replica string) (claims.CloseResult, error) {
+// close is Close, before a lost reply is injected.
+func (h *handle) close(ctx context.Context, key string, rev int64, replica string) (claims.CloseResult, error) {
 	if err := claims.CheckClose(key, rev, replica); err != nil {
 		return 0, err
 	}
@@ -224,8 +226,8 @@ func (h *handle) Close(ctx context.Context, key string, rev int64, replica strin
 	return claims.CloseDeferred, nil
 }
 
-// Quarantine implements claims.Store.
-func (h *handle) Quarantine(ctx context.Context, key string, rev int64, attempt uint64, gen int64) (claims.Claim, error) {
+// quarantine is Quarantine, before a lost reply is injected.
+func (h *handle) quarantine(ctx context.Context, key string, rev int64, attempt uint64, gen int64) (claims.Claim, error) {
 	const op = "quarantine"
 	if err := claims.CheckQuarantine(key, rev, gen); err != nil {
 		return claims.Claim{}, err
@@ -244,8 +246,8 @@ func (h *handle) Quarantine(ctx context.Context, key string, rev int64, attempt 
 	return h.b.writeLocked(c, r.holders), nil
 }
 
-// Resolve implements claims.Store.
-func (h *handle) Resolve(ctx context.Context, key string, attempt uint64, gen int64, accepted bool) (claims.Claim, bool, error) {
+// resolve is Resolve, before a lost reply is injected.
+func (h *handle) resolve(ctx context.Context, key string, attempt uint64, gen int64, accepted bool) (claims.Claim, bool, error) {
 	if err := claims.CheckResolve(key, gen); err != nil {
 		return claims.Claim{}, false, err
 	}
@@ -275,8 +277,8 @@ func (h *handle) Resolve(ctx context.Context, key string, attempt uint64, gen in
 	return h.b.writeLocked(c, r.holders), true, nil
 }
 
-// Touch implements claims.Store.
-func (h *handle) Touch(ctx context.Context, key string, rev int64) error {
+// touch is Touch, before a lost reply is injected.
+func (h *handle) touch(ctx context.Context, key string, rev int64) error {
 	if err := claims.CheckTouch(key, rev); err != nil {
 		return err
 	}
@@ -391,6 +393,9 @@ func (h *handle) Events(ctx context.Context) (<-chan claims.Event, error) {
 	return s.ch, nil
 }
 
+// IdleTTL implements claims.Store: the backend's idle time-to-live.
+func (h *handle) IdleTTL() time.Duration { return h.b.ttl }
+
 // Shutdown implements claims.Store: h's holds and registrations vanish,
 // its streams close, later calls fail with claims.ErrClosed.
 func (h *handle) Shutdown() error {
@@ -469,4 +474,95 @@ func (s *sub) pump(ctx context.Context) {
 			return
 		}
 	}
+}
+
+// CreateOrGet implements claims.Store.
+func (h *handle) CreateOrGet(ctx context.Context, key string, propose func() (claims.Target, error)) (claims.Claim, bool, error) {
+	c, created, err := h.createOrGet(ctx, key, propose)
+	if lerr := h.lost("create-or-get", err); lerr != nil {
+		return claims.Claim{}, false, lerr
+	}
+	return c, created, err
+}
+
+// Hold implements claims.Store.
+func (h *handle) Hold(ctx context.Context, key string, rev int64, replica string) error {
+	err := h.hold(ctx, key, rev, replica)
+	if lerr := h.lost("hold", err); lerr != nil {
+		return lerr
+	}
+	return err
+}
+
+// Unhold implements claims.Store.
+func (h *handle) Unhold(ctx context.Context, key string, replica string) error {
+	err := h.unhold(ctx, key, replica)
+	if lerr := h.lost("unhold", err); lerr != nil {
+		return lerr
+	}
+	return err
+}
+
+// Close implements claims.Store.
+func (h *handle) Close(ctx context.Context, key string, rev int64, replica string) (claims.CloseResult, error) {
+	res, err := h.close(ctx, key, rev, replica)
+	if lerr := h.lost("close", err); lerr != nil {
+		return 0, lerr
+	}
+	return res, err
+}
+
+// Quarantine implements claims.Store.
+func (h *handle) Quarantine(ctx context.Context, key string, rev int64, attempt uint64, gen int64) (claims.Claim, error) {
+	c, err := h.quarantine(ctx, key, rev, attempt, gen)
+	if lerr := h.lost("quarantine", err); lerr != nil {
+		return claims.Claim{}, lerr
+	}
+	return c, err
+}
+
+// Resolve implements claims.Store.
+func (h *handle) Resolve(ctx context.Context, key string, attempt uint64, gen int64, accepted bool) (claims.Claim, bool, error) {
+	c, ok, err := h.resolve(ctx, key, attempt, gen, accepted)
+	if lerr := h.lost("resolve", err); lerr != nil {
+		return claims.Claim{}, false, lerr
+	}
+	return c, ok, err
+}
+
+// Touch implements claims.Store.
+func (h *handle) Touch(ctx context.Context, key string, rev int64) error {
+	err := h.touch(ctx, key, rev)
+	if lerr := h.lost("touch", err); lerr != nil {
+		return lerr
+	}
+	return err
+}
+
+// lost returns the *claims.UnavailableError (wrapping ErrReplyLost) that
+// replaces the reply of op, which ended with err, when LoseReply asked for
+// it, and nil otherwise. Only a call that reached the store (applied, or
+// refused with the store's answer) has its reply lost.
+func (h *handle) lost(op string, err error) error {
+	if err != nil && !errors.Is(err, claims.ErrClaimMoved) && !errors.Is(err, claims.ErrFenced) &&
+		!errors.Is(err, claims.ErrUnknownWorker) {
+		return nil
+	}
+	b := h.b
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	k := lossKey{h.name, op}
+	l, ok := b.losses[k]
+	if !ok || h.dead {
+		return nil
+	}
+	if l.n--; l.n <= 0 {
+		delete(b.losses, k)
+	} else {
+		b.losses[k] = l
+	}
+	if l.cut {
+		b.setUnavailableLocked(h.name, true)
+	}
+	return &claims.UnavailableError{Op: op, Err: ErrReplyLost}
 }

@@ -18,7 +18,8 @@
 // Fault injection, by replica name (every live handle opened with that
 // name): SetUnavailable (calls fail with a *claims.UnavailableError, the
 // event stream loses everything and gets a Reset when the store returns),
-// InjectReset, DuplicateNext (the next event is delivered twice),
+// LoseReply (a write is applied, then answered as unavailable: a lost
+// reply), InjectReset, DuplicateNext (the next event is delivered twice),
 // HoldEvents (events queue undelivered; a queue that overflows becomes a
 // Reset), Crash and LoseSession.
 package memstore
@@ -41,6 +42,11 @@ const DefaultEventBuffer = 1024
 // ErrInjected is the cause inside the *claims.UnavailableError a handle
 // returns while SetUnavailable holds it unavailable.
 var ErrInjected = errors.New("memstore: injected unavailability")
+
+// ErrReplyLost is the cause inside the *claims.UnavailableError a write
+// returns when LoseReply dropped its reply (the write was applied, or
+// refused, all the same).
+var ErrReplyLost = errors.New("memstore: injected lost reply")
 
 // Config configures a Backend.
 type Config struct {
@@ -68,6 +74,7 @@ type Backend struct {
 	members     map[string]*registration
 	replicaSeq  uint64
 	handles     map[*handle]struct{}
+	losses      map[lossKey]loss
 	minDeadline time.Duration // no claim expires before it (a lower bound)
 	closed      bool
 
@@ -98,6 +105,7 @@ func NewBackend(cfg Config) *Backend {
 		claims:  map[string]*record{},
 		members: map[string]*registration{},
 		handles: map[*handle]struct{}{},
+		losses:  map[lossKey]loss{},
 		stop:    make(chan struct{}),
 	}
 	if b.ttl <= 0 {
@@ -221,6 +229,11 @@ func (b *Backend) named(replica string, f func(h *handle)) {
 func (b *Backend) SetUnavailable(replica string, unavailable bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	b.setUnavailableLocked(replica, unavailable)
+}
+
+// setUnavailableLocked is SetUnavailable with b.mu held.
+func (b *Backend) setUnavailableLocked(replica string, unavailable bool) {
 	b.named(replica, func(h *handle) {
 		if h.unavailable == unavailable {
 			return
@@ -236,6 +249,35 @@ func (b *Backend) SetUnavailable(replica string, unavailable bool) {
 			}
 		}
 	})
+}
+
+// LoseReply makes the next n calls of op (a write: "create-or-get",
+// "hold", "unhold", "close", "quarantine", "resolve" or "touch") by
+// replica's handles lose their reply: each is applied (or refused) as
+// usual, then answered with a *claims.UnavailableError wrapping
+// ErrReplyLost, as when the connection drops or the deadline passes after
+// the request reached the store. With cut, the handles are also made
+// unreachable as the reply is lost (SetUnavailable(replica, true); undo
+// it with SetUnavailable(replica, false)): the caller cannot read what
+// happened until then. Calls that do not reach the store (unreachable,
+// closed, a bad argument) do not count.
+func (b *Backend) LoseReply(replica, op string, n int, cut bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if n <= 0 {
+		delete(b.losses, lossKey{replica, op})
+		return
+	}
+	b.losses[lossKey{replica, op}] = loss{n: n, cut: cut}
+}
+
+// lossKey names the calls LoseReply targets.
+type lossKey struct{ replica, op string }
+
+// loss is what LoseReply asked for.
+type loss struct {
+	n   int
+	cut bool
 }
 
 // InjectReset drops every undelivered event of replica's streams and

@@ -229,3 +229,48 @@ func TestCloseEndsEverything(t *testing.T) {
 	assert.NoError(t, b.Close(), "Close twice")
 	assert.NoError(t, a.Shutdown(), "Shutdown after Close")
 }
+
+// LoseReply applies the write and answers it as unavailable (wrapping
+// ErrReplyLost), n times; with cut the handle is unreachable afterwards.
+func TestLoseReply(t *testing.T) {
+	b, _ := newManual(t, time.Minute)
+	a, w := b.Open("a"), b.Open("w")
+	_, err := w.Register(bg, "w1", "boot")
+	require.NoError(t, err)
+	c, _, err := a.CreateOrGet(bg, "s", target("w1"))
+	require.NoError(t, err)
+
+	b.LoseReply("a", "quarantine", 1, false)
+	_, err = a.Quarantine(bg, "s", c.Rev, 7, c.Gen)
+	require.ErrorIs(t, err, claims.ErrUnavailable)
+	require.ErrorIs(t, err, memstore.ErrReplyLost)
+	q, ok, err := a.Get(bg, "s")
+	require.NoError(t, err, "the handle is reachable: only the reply was lost")
+	require.True(t, ok)
+	assert.Equal(t, claims.Quarantined, q.State, "the write was applied")
+	assert.Equal(t, uint64(7), q.Attempt)
+
+	// A refused write's reply is lost too; the count is spent after n.
+	b.LoseReply("a", "close", 2, false)
+	_, err = a.Close(bg, "s", c.Rev, "a") // stale
+	require.ErrorIs(t, err, memstore.ErrReplyLost)
+	_, err = a.Close(bg, "s", q.Rev, "a")
+	require.ErrorIs(t, err, memstore.ErrReplyLost)
+	_, ok = b.Claim("s")
+	assert.False(t, ok, "the second close deleted the claim")
+	c, _, err = a.CreateOrGet(bg, "s", target("w1"))
+	require.NoError(t, err)
+	res, err := a.Close(bg, "s", c.Rev, "a")
+	require.NoError(t, err)
+	assert.Equal(t, claims.CloseDeleted, res)
+
+	// cut: the store is unreachable once the reply is lost.
+	c, _, err = a.CreateOrGet(bg, "s", target("w1"))
+	require.NoError(t, err)
+	b.LoseReply("a", "touch", 1, true)
+	require.ErrorIs(t, a.Touch(bg, "s", c.Rev), memstore.ErrReplyLost)
+	_, _, err = a.Get(bg, "s")
+	require.ErrorIs(t, err, memstore.ErrInjected)
+	b.SetUnavailable("a", false)
+	require.NoError(t, a.Touch(bg, "s", c.Rev))
+}

@@ -40,7 +40,8 @@
 //   - ReplicaID never returns a number twice, to any handle, including a
 //     restarted replica of the same name.
 //   - Expiry is driven by writes and Touch only: a claim expires IdleTTL
-//     after its last one.
+//     after its last one, and Store.IdleTTL reports that TTL on every
+//     handle.
 //   - Calls with a cancelled context fail with an error matching
 //     ctx.Err(); calls on a store that was shut down fail with
 //     claims.ErrClosed.
@@ -1046,6 +1047,10 @@ func (e *env) expiry() {
 	st := e.events(b)
 	e.register(a, "w", "1")
 	ttl := e.ctl.IdleTTL
+	// Every handle reports the TTL the store was created with (a replica
+	// reads it: impl/replica's keepalive follows it).
+	require.Equal(e.t, ttl, a.IdleTTL(), "Store.IdleTTL")
+	require.Equal(e.t, ttl, b.IdleTTL(), "Store.IdleTTL")
 	c := e.create(a, "s", "w")
 
 	// Touches keep it alive past its TTL. On real time the steps are

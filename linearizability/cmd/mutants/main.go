@@ -107,6 +107,14 @@ var replicaVariants = []struct{ name, doc string }{
 	{"DefersEveryRecord", "a Delete waits for a write of the key in flight whatever the cached record: a binding under the replaced revision keeps routing"},
 	{"ForgetsLateQuarantine", "a quarantine write that lands after Resolve settled its attempt locally is left in the store: every replica refuses the session"},
 	{"DropsLeasedSlot", "the keepalive drops a slot with no current record and no hold while a record of it has requests in flight: their claim expires under them"},
+	{"IgnoresStoreTTL", "a replica left at IdleTTL zero uses the 30-minute default whatever the store's TTL (a longer one is accepted too): claims in use expire"},
+	{"UnsettledQuarantine", "a quarantine write whose reply was lost is taken as not applied (the store is not read): the store keeps a quarantine settled locally, and every replica refuses the session"},
+	{"UnsettledResolve", "a Resolve whose reply was lost is not settled by reading the store: it fails though it applied, and its retry is fenced by its own first try"},
+	{"UnsettledClose", "a terminal close whose reply was lost is retried without reading the store: a close that deleted or deferred the claim is counted as stale"},
+	{"SerialTouches", "the keepalive touches claims one at a time: on a slow store that still answers, claims in use expire"},
+	{"DropsSecondQuarantine", "an own quarantine refused because another attempt under the same revision was quarantined first is never written: once that one is settled, other replicas dispatch while this attempt's outcome is unknown"},
+	{"UnsettledHold", "a Hold whose reply was lost is taken as not made: when it landed, nothing gives it up, and a close deferred on it leaves the claim Closing"},
+	{"UnsettledCreate", "a CreateOrGet whose reply was lost is taken as not applied: the session is placed unclaimed though its claim was written"},
 }
 
 // etcdVariants are the broken variants of impl/claims/etcdstore and its
