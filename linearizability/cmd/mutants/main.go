@@ -120,8 +120,8 @@ var replicaVariants = []struct{ name, doc string }{
 // etcdVariants are the broken variants of impl/claims/etcdstore and its
 // embedded server, as their mutant("…") hooks name them. They fault the
 // store's own code against a real etcd, where each has one deterministic
-// catcher (etcdCatchers): the zoo runs that one test, not every etcd test
-// under every variant, which would take minutes each.
+// catcher, named in its package's table (catchers): the zoo runs that one
+// test, not every etcd test under every variant, which would take minutes.
 var etcdVariants = []struct{ name, doc string }{
 	{"ResolveTwoReads", "Resolve reads the claim, then the registration in a second call: a stale verdict names a claim that was no longer current"},
 	{"EOFNotUnavailable", "a dropped connection's bare io.EOF (and other transport errors without a gRPC status) is a plain error, not unavailable: the store is not marked down"},
@@ -131,31 +131,66 @@ var etcdVariants = []struct{ name, doc string }{
 	{"NoReadIdleTimeout", "embedded.NewClient's connections have no read-idle timeout: a dead connection is noticed only by gRPC's 10 s keepalive"},
 }
 
-// etcdCatchers names each etcd variant's catcher.
-var etcdCatchers = map[string]struct{ name, pkg, test string }{
-	"ResolveTwoReads":           {"etcdstore fault tests", "impl/claims/etcdstore", "TestResolveJudgesOneMoment"},
-	"EOFNotUnavailable":         {"etcdstore fault tests", "impl/claims/etcdstore", "TestTouchConnectionCut"},
-	"RefreshLossUnmarked":       {"etcdstore fault tests", "impl/claims/etcdstore", "TestRefreshConnectionCut"},
-	"SessionNotResumed":         {"etcdstore outage tests", "impl/claims/etcdstore", "TestQuorumLossKeepsRegistrations"},
-	"RegistrationsNotRewritten": {"etcdstore outage tests", "impl/claims/etcdstore", "TestSessionLost"},
-	"NoReadIdleTimeout":         {"embedded client tests", "impl/claims/etcdstore/embedded", "TestClientNoticesDeadConnection"},
+// etcdPackages hold the etcd variants.
+var etcdPackages = []string{"impl/claims/etcdstore", "impl/claims/etcdstore/embedded"}
+
+// catcherRow is a row of a package's own variants table (mutant_test.go:
+// {"Variant", "TestCatcher"}).
+var catcherRow = regexp.MustCompile(`\{"(\w+)", "(Test\w+)"\}`)
+
+// catchers reads pkg's own table of variants and the test that must catch
+// each (its mutant_test.go, which its TestVariantsCaught runs).
+func catchers(pkg string) (map[string]string, error) {
+	b, err := os.ReadFile(filepath.Join(pkg, "mutant_test.go"))
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]string{}
+	for _, m := range catcherRow.FindAllStringSubmatch(string(b), -1) {
+		out[m[1]] = m[2]
+	}
+	return out, nil
 }
+
+// catcherOf is the package and catching test of each variant whose
+// package names one (impl/replica's and the etcd packages'), filled by
+// checkVariants.
+var catcherOf = map[string]struct{ pkg, test string }{}
 
 // etcdCheckers are the etcd catchers as the unbroken build runs them, one
 // run per package.
 func etcdCheckers() []struct{ name, pkg, test string } {
-	tests := map[string][]string{}
-	var pkgs []string
-	for _, v := range etcdVariants {
-		c := etcdCatchers[v.name]
-		if tests[c.pkg] == nil {
-			pkgs = append(pkgs, c.pkg)
-		}
-		tests[c.pkg] = append(tests[c.pkg], c.test)
-	}
 	var out []struct{ name, pkg, test string }
-	for _, pkg := range pkgs {
-		out = append(out, struct{ name, pkg, test string }{pkg + " catchers", pkg, strings.Join(tests[pkg], "|")})
+	for _, pkg := range etcdPackages {
+		var tests []string
+		for _, v := range etcdVariants {
+			if c := catcherOf[v.name]; c.pkg == pkg {
+				tests = append(tests, c.test)
+			}
+		}
+		out = append(out, struct{ name, pkg, test string }{pkg + " catchers", pkg, strings.Join(tests, "|")})
+	}
+	return out
+}
+
+// checkersOf returns the checkers a variant of zoo runs, in order: the
+// group's, except that a package's "contract tests" checker runs only the
+// variant's own catcher where its package names one (a whole contract
+// suite run per variant costs seconds each; which test catches the variant
+// is fixed), and an etcd variant runs its catcher alone.
+func checkersOf(variant string, group []struct{ name, pkg, test string }) []struct{ name, pkg, test string } {
+	c, ok := catcherOf[variant]
+	if !ok {
+		return group
+	}
+	if group == nil {
+		return []struct{ name, pkg, test string }{{"etcd catcher (" + c.pkg + ")", c.pkg, c.test}}
+	}
+	out := append([]struct{ name, pkg, test string }{}, group...)
+	for i := range out {
+		if out[i].pkg == c.pkg {
+			out[i].test = c.test
+		}
 	}
 	return out
 }
@@ -234,20 +269,31 @@ func run() int {
 		// variant reaches their code, and their catchers bound their own waits.
 		all = append(all, etcdCheckers()...)
 	}
+	// The test binaries, -j at a time (the go command's own build is
+	// mostly serial: two builds at once use the two cores).
+	var builds errgroup.Group
+	builds.SetLimit(max(1, *jobs))
 	for _, c := range all {
 		pkg := c.pkg
 		if bins[pkg] != "" {
 			continue
 		}
 		bins[pkg] = filepath.Join(dir, strings.ReplaceAll(pkg, "/", "-")+".test")
-		start := time.Now()
-		build := exec.Command("go", "test", "-c", "-tags", "placement_mutants", "-o", bins[pkg], "./"+pkg+"/")
-		build.Stdout, build.Stderr = os.Stdout, os.Stderr
-		if err := build.Run(); err != nil {
-			fmt.Fprintln(os.Stderr, "mutants: building the mutant test binaries:", err)
-			return 2
-		}
-		fmt.Printf("mutants: built the %s test binary with the variants in %.1fs\n", pkg, time.Since(start).Seconds())
+		bin := bins[pkg]
+		builds.Go(func() error {
+			start := time.Now()
+			out, err := exec.Command("go", "test", "-c", "-tags", "placement_mutants", "-o", bin, "./"+pkg+"/").CombinedOutput()
+			os.Stdout.Write(out)
+			if err != nil {
+				return fmt.Errorf("building the %s test binary: %w", pkg, err)
+			}
+			fmt.Printf("mutants: built the %s test binary with the variants in %.1fs\n", pkg, time.Since(start).Seconds())
+			return nil
+		})
+	}
+	if err := builds.Wait(); err != nil {
+		fmt.Fprintln(os.Stderr, "mutants: building the mutant test binaries:", err)
+		return 2
 	}
 	reports := filepath.Join(dir, "reports")
 	if *bounds {
@@ -278,10 +324,9 @@ func run() int {
 		what     string
 		variants []struct{ name, doc string }
 		checkers []struct{ name, pkg, test string }
-		catchers map[string]struct{ name, pkg, test string } // one checker per variant, when set
-	}{{"impl/placement", variants, checkers, nil}, {"impl/affinity", affinityVariants, affinityCheckers, nil},
-		{"impl/policyqueue", queueVariants, queueCheckers, nil}, {"impl/replica", replicaVariants, replicaCheckers, nil},
-		{"impl/claims/etcdstore", etcdVariants, nil, etcdCatchers}} {
+	}{{"impl/placement", variants, checkers}, {"impl/affinity", affinityVariants, affinityCheckers},
+		{"impl/policyqueue", queueVariants, queueCheckers}, {"impl/replica", replicaVariants, replicaCheckers},
+		{"impl/claims/etcdstore", etcdVariants, nil}} {
 		fmt.Printf("\n%-27s %-26s %8s  %s\n", "VARIANT ("+zoo.what+")", "CAUGHT BY", "TIME", "FIRST DIVERGENCE")
 		// Up to -j variants at once; their rows print in order, each as
 		// soon as it and those before it are done.
@@ -294,11 +339,7 @@ func run() int {
 		go func() {
 			for i, v := range zoo.variants {
 				g.Go(func() error {
-					checkers := zoo.checkers
-					if zoo.catchers != nil {
-						checkers = []struct{ name, pkg, test string }{zoo.catchers[v.name]}
-					}
-					row, ok, hangs := checkVariant(v.name, checkers, bins, reports)
+					row, ok, hangs := checkVariant(v.name, checkersOf(v.name, zoo.checkers), bins, reports)
 					mu.Lock()
 					if ok {
 						caught++
@@ -529,18 +570,46 @@ func checkVariants() error {
 	if err := checkHooks("impl/replica", replicaVariants); err != nil {
 		return err
 	}
-	var store, embedded []struct{ name, doc string }
-	for _, v := range etcdVariants {
-		if etcdCatchers[v.name].pkg == "impl/claims/etcdstore/embedded" {
-			embedded = append(embedded, v)
-		} else {
-			store = append(store, v)
-		}
-	}
-	if err := checkHooks("impl/claims/etcdstore", store); err != nil {
+	if err := readCatchers("impl/replica", replicaVariants); err != nil {
 		return err
 	}
-	return checkHooks("impl/claims/etcdstore/embedded", embedded)
+	for _, pkg := range etcdPackages {
+		if err := readCatchers(pkg, etcdVariants); err != nil {
+			return err
+		}
+	}
+	var tables = map[string][]struct{ name, doc string }{}
+	for _, v := range etcdVariants {
+		c, ok := catcherOf[v.name]
+		if !ok {
+			return fmt.Errorf("variant %s has no catcher in the etcd packages' mutant_test.go tables", v.name)
+		}
+		tables[c.pkg] = append(tables[c.pkg], v)
+	}
+	for _, pkg := range etcdPackages {
+		if err := checkHooks(pkg, tables[pkg]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// readCatchers records in catcherOf the catchers pkg's own table names for
+// table's variants; a variant of pkg with no catcher there is an error
+// (for the etcd packages, which share one table, checkVariants checks).
+func readCatchers(pkg string, table []struct{ name, doc string }) error {
+	byName, err := catchers(pkg)
+	if err != nil {
+		return err
+	}
+	for _, v := range table {
+		if t, ok := byName[v.name]; ok {
+			catcherOf[v.name] = struct{ pkg, test string }{pkg, t}
+		} else if pkg == "impl/replica" {
+			return fmt.Errorf("variant %s has no catcher in %s/mutant_test.go", v.name, pkg)
+		}
+	}
+	return nil
 }
 
 func checkHooks(dir string, table []struct{ name, doc string }) error {
