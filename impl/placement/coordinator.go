@@ -280,7 +280,9 @@ func (c *Coordinator[T]) Acquire(ctx context.Context, key string) (Acquisition[T
 }
 
 // TryAcquire is Acquire without waiting: it returns ErrWouldWait while
-// another request initializes the key.
+// another request initializes the key. (On a full table it may still wait
+// a moment for a removal under way to free its slot: see the package's
+// Concurrency section.)
 func (c *Coordinator[T]) TryAcquire(key string) (Acquisition[T], error) {
 	if err := c.checkKey(key); err != nil {
 		return Acquisition[T]{}, err
