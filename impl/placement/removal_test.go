@@ -18,6 +18,9 @@ func TestContract_CapacityCheckDuringBumpSweepsStale(t *testing.T) {
 	quarantine(t, c, "q") // on w1, generation 1
 	reserve(t, c, "r")    // the table is full
 	stored, resume := make(chan struct{}), make(chan struct{})
+	var resumeOnce sync.Once
+	release := func() { resumeOnce.Do(func() { close(resume) }) }
+	defer release() // a failure below must not strand the bump
 	c.testBumpStored = func() {
 		close(stored)
 		<-resume
@@ -31,7 +34,7 @@ func TestContract_CapacityCheckDuringBumpSweepsStale(t *testing.T) {
 	// The new generation is visible: "q" is stale, holds no slot, and the
 	// table (capacity 2) has room.
 	a, err := c.TryAcquire("n")
-	close(resume)
+	release()
 	if g := recvWithin(t, bumped, wakeLimit, "the bump's return"); g != 2 {
 		t.Fatalf("BumpGeneration = %d, want 2", g)
 	}
