@@ -31,7 +31,12 @@ type genCount struct {
 type catalog[T comparable] struct {
 	owner *Coordinator[T]
 	slots sync.Map      // T -> *targetSlot[T]
-	epoch atomic.Uint64 // bumped on every generation change
+	epoch atomic.Uint64 // moved after every generation change
+	// bumping counts the bumps under way: from before one stores its new
+	// generation until it has moved epoch. A capacity check that can see
+	// a new generation thus sees either the bump under way or a moved
+	// epoch (see Coordinator.sweepMayHelp).
+	bumping atomic.Int32
 }
 
 func (c *catalog[T]) slot(t T) *targetSlot[T] {
@@ -56,6 +61,10 @@ func (c *catalog[T]) lookup(t T) (*targetSlot[T], bool) {
 
 func (c *catalog[T]) bump(t T) uint64 {
 	s := c.slot(t)
+	if !mutant("BumpHiddenFromCapacity") {
+		c.bumping.Add(1)
+		defer c.bumping.Add(-1) // after the epoch moved
+	}
 	s.mu.Lock()
 	g := s.gen.Load() + 1
 	// The new generation's count first: a commit that read the old
@@ -63,6 +72,9 @@ func (c *catalog[T]) bump(t T) uint64 {
 	s.bound.Store(&genCount{gen: g})
 	s.gen.Store(g)
 	s.mu.Unlock()
+	if h := c.owner.testBumpStored; h != nil {
+		h()
+	}
 	c.epoch.Add(1)
 	return g
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -44,6 +45,11 @@ type Coordinator[T comparable] struct {
 	sweeping   atomic.Int32 // sweeps in progress
 	notes      [16]paddedCounter
 	sweptEpoch atomic.Uint64
+	// removalsBegun and removalsDone count the removals of live entries
+	// begun and finished (see beginRemoval), so that a full table refuses
+	// only at an instant when no removal it could be told of was under way.
+	removalsBegun atomic.Uint64
+	removalsDone  atomic.Uint64
 
 	eventSeq  atomic.Uint64 // the last Event.Seq handed out
 	closed    atomic.Bool
@@ -69,6 +75,17 @@ type Coordinator[T comparable] struct {
 	// testAfterHandOffCheck, when set by tests, runs in a woken waiter
 	// right after it found no reservation handed to it (no lock held).
 	testAfterHandOffCheck func()
+	// testBumpStored, when set by tests, runs in BumpGeneration right
+	// after the new generation is stored, before the bump is over (no
+	// lock held).
+	testBumpStored func()
+	// testBeforeFree, when set by tests, runs in a live entry's removal
+	// once the removal can be seen (its binding dead, its event reported)
+	// and before its slot is freed (with the entry's lock held).
+	testBeforeFree func(key string)
+	// testRemovalWait, when set by tests, runs when a full table's
+	// capacity path waits for removals under way (no lock held).
+	testRemovalWait func()
 }
 
 // New returns a coordinator for cfg (a zero Config gives the defaults, so
@@ -263,7 +280,9 @@ func (c *Coordinator[T]) Acquire(ctx context.Context, key string) (Acquisition[T
 }
 
 // TryAcquire is Acquire without waiting: it returns ErrWouldWait while
-// another request initializes the key.
+// another request initializes the key. (On a full table it may still wait
+// a moment for a removal under way to free its slot: see the package's
+// Concurrency section.)
 func (c *Coordinator[T]) TryAcquire(key string) (Acquisition[T], error) {
 	if err := c.checkKey(key); err != nil {
 		return Acquisition[T]{}, err
@@ -447,6 +466,7 @@ func (c *Coordinator[T]) acquireSlow(ctx context.Context, key string, wait bool)
 			e.mu.Unlock()
 			return Acquisition[T]{}, err
 		default: // absent: a fresh entry
+			done, begun := c.removalsDone.Load(), c.removalsBegun.Load()
 			if !c.tryTakeSlot() {
 				// The refusal happens now: judge it at a reading taken
 				// after the table was found full (the clock may have moved
@@ -464,6 +484,18 @@ func (c *Coordinator[T]) acquireSlow(ctx context.Context, key string, wait bool)
 					e.mu.Unlock()
 					c.sweep(full)
 					swept++
+					continue
+				}
+				if latest := c.removalsBegun.Load(); (done != begun || latest != begun) && !mutant("RefusesDuringRemoval") {
+					// A removal was under way when the table was found
+					// full: its binding may already read as gone (to a
+					// lease's Close, Query, Bindings, the Observer) with
+					// its slot not yet freed. Wait for it (the fresh entry
+					// leaves the table meanwhile, as for a sweep) and look
+					// again.
+					c.removeLocked(e, Event[T]{}, nil)
+					e.mu.Unlock()
+					c.awaitRemovals(latest)
 					continue
 				}
 				c.stats.capacity.Add(1)
@@ -574,12 +606,19 @@ func (c *Coordinator[T]) removeLocked(e *entry[T], ev Event[T], target *T) {
 	if e.removed {
 		return
 	}
+	if e.st != stAbsent {
+		c.beginRemoval()
+		defer c.endRemoval()
+	}
 	if ev.Kind != 0 {
 		c.emitLocked(ev, target)
 	}
 	if b := e.bound.Load(); b != nil {
 		b.kill()
 		e.bound.Store(nil)
+	}
+	if c.testBeforeFree != nil {
+		c.testBeforeFree(e.key)
 	}
 	wasLive := e.st != stAbsent
 	if wasLive && e.hasWaitersLocked() && !c.closed.Load() && !mutant("NoHandOff") {
@@ -682,10 +721,13 @@ func (c *Coordinator[T]) tryTakeSlot() bool {
 }
 
 // sweepMayHelp reports whether a sweep could free a slot: some deadline may
-// have passed, or a generation changed, since the last sweep. An attacker
+// have passed, or a generation changed, since the last sweep, or a bump is
+// under way (its new generation may be stored already, its epoch not yet
+// moved: a check that can see the generation must sweep). An attacker
 // filling the table with fresh keys thus cannot make every refusal scan it.
 func (c *Coordinator[T]) sweepMayHelp(now int64) bool {
-	return now >= c.nextExpiry.Load() || c.catalog.epoch.Load() != c.sweptEpoch.Load()
+	return now >= c.nextExpiry.Load() || c.catalog.bumping.Load() != 0 ||
+		c.catalog.epoch.Load() != c.sweptEpoch.Load()
 }
 
 // maxCapacitySweeps bounds the sweeps one Acquire's capacity path makes. A
@@ -694,6 +736,34 @@ func (c *Coordinator[T]) sweepMayHelp(now int64) bool {
 // with everything over reclaimed; the bound only stops a clock that keeps
 // moving from making one call sweep without end.
 const maxCapacitySweeps = 8
+
+// beginRemoval announces a removal of a live entry, before anything of it
+// can be seen (its binding's death, which a lease's Close, Query, Current
+// and Bindings read without the key's lock, or its event); endRemoval ends
+// it once its slot is free (or the key handed to a waiter). A capacity
+// refusal happens only at an instant with none under way (see
+// acquireSlow): the model frees the slot at the instant the removal can
+// be seen, the table a moment later.
+func (c *Coordinator[T]) beginRemoval() { c.removalsBegun.Add(1) }
+
+func (c *Coordinator[T]) endRemoval() { c.removalsDone.Add(1) }
+
+// awaitRemovals waits, holding no lock, until as many removals have
+// finished as had begun when begun was read. Removals under way hold only
+// their key's lock and never block (nor may the Observer they call), so
+// the wait is short; it yields first, then sleeps briefly.
+func (c *Coordinator[T]) awaitRemovals(begun uint64) {
+	if c.testRemovalWait != nil {
+		c.testRemovalWait()
+	}
+	for i := 0; c.removalsDone.Load() < begun; i++ {
+		if i < 64 {
+			runtime.Gosched()
+		} else {
+			time.Sleep(20 * time.Microsecond)
+		}
+	}
+}
 
 // paddedCounter is a counter on its own cache line.
 type paddedCounter struct {
@@ -778,8 +848,7 @@ func (c *Coordinator[T]) reclaimEntry(e *entry[T], now int64, visit func(e *entr
 		switch {
 		case b.stale():
 			c.removeBindingLocked(e, b)
-		case b.killIfExpired(now):
-			c.expiredLocked(e, b)
+		case c.expireLocked(e, b, now):
 		default:
 			if w := b.word.Load(); leases(w) == 0 {
 				earliest = b.deadline.Load()
@@ -790,6 +859,22 @@ func (c *Coordinator[T]) reclaimEntry(e *entry[T], now int64, visit func(e *entr
 		visit(e, w0)
 	}
 	return earliest
+}
+
+// expireLocked expires e's binding b if it is idle past its deadline at
+// now: it kills b (if no lease came or went meanwhile) and removes e, as
+// one removal (see beginRemoval). It reports whether it did.
+func (c *Coordinator[T]) expireLocked(e *entry[T], b *binding[T], now int64) bool {
+	if w := b.word.Load(); w&deadBit != 0 || !b.expiredAt(w, now) {
+		return false
+	}
+	c.beginRemoval()
+	defer c.endRemoval()
+	if !b.killIfExpired(now) {
+		return false
+	}
+	c.expiredLocked(e, b)
+	return true
 }
 
 // expiredLocked removes e, whose binding b the caller has just killed as
@@ -1016,6 +1101,10 @@ func (c *Coordinator[T]) InvalidateKey(key string) (bool, error) {
 	if e.removed || e.st != stBound {
 		return false, nil
 	}
+	// Every way out removes the binding: a removal under way from before
+	// the swap that ends it (Lease.Close reads the word without the lock).
+	c.beginRemoval()
+	defer c.endRemoval()
 	b := e.bound.Load()
 	for {
 		w := b.word.Load()
@@ -1026,8 +1115,7 @@ func (c *Coordinator[T]) InvalidateKey(key string) (bool, error) {
 		case leases(w) == 0 && b.deadline.Load() <= c.now():
 			// Idle past its deadline: it expired, if this call wins the
 			// word before a hit does (see Query).
-			if b.killIfExpired(c.now()) {
-				c.expiredLocked(e, b)
+			if c.expireLocked(e, b, c.now()) {
 				return false, nil
 			}
 		default:

@@ -137,6 +137,14 @@
 // effect, so a clock update that lands during the call may or may not
 // count toward it.
 //
+// A capacity refusal is judged at one instant of a full table: a
+// removal frees its slot a moment after its binding reads as gone (to a
+// lease's Close, Current, Query, Bindings, the Observer), so a full table's
+// Acquire that finds a removal under way waits for it (briefly: it holds
+// one key's lock and never blocks) and looks again, and one that finds a
+// generation bump under way sweeps first (the bump may have made an
+// entry stale), as it does when a deadline may have passed.
+//
 // The Observer receives each key's events in the order they happened (see
 // Event); operations on one key are linearizable with respect to the model
 // (linearizability/ checks it with Porcupine).

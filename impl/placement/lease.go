@@ -244,6 +244,11 @@ func (c *Coordinator[T]) endClosing(b *binding[T]) {
 	e := b.e
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	// A removal under way from before the swap that ends the binding (see
+	// beginRemoval); if a lease arrived meanwhile, it ends having removed
+	// nothing.
+	c.beginRemoval()
+	defer c.endRemoval()
 	for {
 		w := b.word.Load()
 		if w&deadBit != 0 {

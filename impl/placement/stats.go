@@ -283,8 +283,7 @@ func (c *Coordinator[T]) expire(e *entry[T], b *binding[T]) bool {
 	if e.removed || e.bound.Load() != b {
 		return true // superseded meanwhile: dead
 	}
-	if b.killIfExpired(c.now()) {
-		c.expiredLocked(e, b)
+	if c.expireLocked(e, b, c.now()) {
 		return true
 	}
 	return b.word.Load()&deadBit != 0

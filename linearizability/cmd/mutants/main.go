@@ -61,6 +61,8 @@ var variants = []struct{ name, doc string }{
 	{"DispatchesLostReservation", "BeginDispatch accepts a reservation the key has handed to another request: two initializers"},
 	{"SweepsOnceWhenFull", "a full table sweeps once, at the call's first clock reading, and refuses though something ended since"},
 	{"ForgetsLateHandOff", "a waiter handed the key just after it looked forgets the reservation when the key's entry is replaced meanwhile"},
+	{"BumpHiddenFromCapacity", "a full table's capacity check ignores a bump under way: with the new generation stored and the epoch not yet moved, it refuses without sweeping the quarantine the bump made stale"},
+	{"RefusesDuringRemoval", "a full table refuses while a removal is under way: the binding already reads as gone (a lease's Close, Bindings, the Observer), its slot not yet freed"},
 }
 
 // affinityVariants are the broken variants of impl/affinity, as its
