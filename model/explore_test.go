@@ -13,8 +13,9 @@ import (
 // violation traces included) is the same with 1, 2, 3 and 4 workers, and
 // the same as sequential BFS's (referenceExplore, the explorer as it was
 // before it went parallel), on MCLiveness.cfg and on every MCBug and
-// MCWitness config but two that explore MCLiveness.cfg's states again. Every level is expanded in parallel (parallelFrom 1),
-// however small.
+// MCWitness config but two that explore MCLiveness.cfg's states again
+// (under the race detector, the MCWitness configs alone). Every level is
+// expanded in parallel (parallelFrom 1), however small.
 func TestExploreSameForEveryWorkerCount(t *testing.T) {
 	var cfgs []string
 	for _, cfg := range configs(t) {
@@ -26,8 +27,12 @@ func TestExploreSameForEveryWorkerCount(t *testing.T) {
 			continue // MCLiveness.cfg's state space again; MCBugNoHandOff.cfg has a liveness violation
 		case raceEnabled && (name == "MCLiveness.cfg" || name == "MCBugNoHandOff.cfg"):
 			continue // ~1M steps each: too slow under the race detector
-		case raceEnabled && name == "MCTimeouts.cfg":
-			continue // 111,620 states five times: 36 s under the race detector; TestConformance compares it with TLC's
+		case raceEnabled && !strings.HasPrefix(name, "MCWitness"):
+			// Under the race detector (make test's race step) the witnesses
+			// race the workers: every config five times took 39 s of it, 59 s
+			// beside a busy loop. The conformance step runs this test on
+			// every config without it.
+			continue
 		case testing.Short() && name != "MCLiveness.cfg" && !strings.HasPrefix(name, "MCWitness"):
 			continue
 		}
