@@ -1,5 +1,7 @@
 package model
 
+import "github.com/placementlab/placement/model/lasso"
+
 // LivenessProperty is a spec property P ~> ~P, for every request (P: the
 // request is at pc At) or, when OnKey is set, for every key (P: OnKey).
 type LivenessProperty struct {
@@ -44,10 +46,7 @@ type LivenessOutcome struct {
 }
 
 // fairness is one weak-fairness conjunct of the spec's Fairness.
-type fairness struct {
-	enabled func(s *State) bool // ENABLED <A>_vars
-	taken   func(from *State, e edge) bool
-}
+type fairness = lasso.Fairness[State, edge]
 
 // fairnessFor returns the spec's ClientFairness conjuncts for request r:
 // WF(Cancel(r) \/ BeginDispatch(r, _)), WF(Dispatching /\ Complete(r, _)),
@@ -55,26 +54,26 @@ type fairness struct {
 func (m *Model) fairnessFor(r int) []fairness {
 	return []fairness{
 		{
-			enabled: func(s *State) bool { return s.Req[r].Pc == PcReserved || s.Req[r].Pc == PcRevoked },
-			taken: func(_ *State, e edge) bool {
+			Enabled: func(s *State) bool { return s.Req[r].Pc == PcReserved || s.Req[r].Pc == PcRevoked },
+			Taken: func(_ *State, e edge) bool {
 				return int(e.r) == r && (e.act == ActCancel || e.act == ActBeginDispatch)
 			},
 		},
 		{
-			enabled: func(s *State) bool { return s.Req[r].Pc == PcDispatching },
-			taken: func(from *State, e edge) bool {
+			Enabled: func(s *State) bool { return s.Req[r].Pc == PcDispatching },
+			Taken: func(from *State, e edge) bool {
 				return int(e.r) == r && e.act == ActComplete && from.Req[r].Pc == PcDispatching
 			},
 		},
 		{
-			enabled: func(s *State) bool {
+			Enabled: func(s *State) bool {
 				if s.Req[r].Pc != PcWaiting {
 					return false
 				}
 				_, _, ok := m.Acquire(s, r, s.Req[r].Key)
 				return ok
 			},
-			taken: func(from *State, e edge) bool {
+			Taken: func(from *State, e edge) bool {
 				return int(e.r) == r && e.act == ActAcquire && from.Req[r].Pc == PcWaiting
 			},
 		},
@@ -93,14 +92,14 @@ func (m *Model) systemFairness() []fairness {
 			ActQuarantineExpire: m.QuarantineExpire,
 		} {
 			out = append(out, fairness{
-				enabled: func(s *State) bool { _, _, ok := f(s, k); return ok },
-				taken:   func(_ *State, e edge) bool { return e.act == act && int(e.k) == k },
+				Enabled: func(s *State) bool { _, _, ok := f(s, k); return ok },
+				Taken:   func(_ *State, e edge) bool { return e.act == act && int(e.k) == k },
 			})
 		}
 	}
 	return append(out, fairness{
-		enabled: func(s *State) bool { return m.AdvanceAllowed(s, s.Now+1) },
-		taken:   func(_ *State, e edge) bool { return e.act == ActAdvance },
+		Enabled: func(s *State) bool { return m.AdvanceAllowed(s, s.Now+1) },
+		Taken:   func(_ *State, e edge) bool { return e.act == ActAdvance },
 	})
 }
 
@@ -112,6 +111,7 @@ func (m *Model) systemFairness() []fairness {
 func (m *Model) checkLiveness(g *graph, p LivenessProperty, trace func(int32) []Step) (LivenessOutcome, *Violation) {
 	out := LivenessOutcome{Property: p.Name, Holds: true}
 	states := g.states
+	lg := lasso.Graph[State, edge]{States: states, Edges: g.edges, To: func(e edge) int32 { return e.to }}
 	var fair []fairness // Fairness: every request's, and the system's own
 	for r := range m.Cfg.Requests {
 		fair = append(fair, m.fairnessFor(r)...)
@@ -132,9 +132,9 @@ func (m *Model) checkLiveness(g *graph, p LivenessProperty, trace func(int32) []
 				in[i] = states[i].Req[r].Pc == p.At
 			}
 		}
-		for _, comp := range sccs(g, in) {
+		for _, comp := range lg.Components(in) {
 			out.Components++
-			if !m.fairComponent(g, states, comp, fair) {
+			if !lg.Fair(comp, fair) {
 				continue
 			}
 			out.Holds = false
@@ -146,97 +146,4 @@ func (m *Model) checkLiveness(g *graph, p LivenessProperty, trace func(int32) []
 		}
 	}
 	return out, nil
-}
-
-// fairComponent reports whether a behaviour may stay in comp forever under
-// fair: every weakly fair action is taken inside it or disabled somewhere in it.
-func (m *Model) fairComponent(g *graph, states []State, comp []int32, fair []fairness) bool {
-	inComp := map[int32]bool{}
-	for _, v := range comp {
-		inComp[v] = true
-	}
-	for _, f := range fair {
-		enabledAll, taken := true, false
-		for _, v := range comp {
-			enabledAll = enabledAll && f.enabled(&states[v])
-			for _, e := range g.edges[v] {
-				if inComp[e.to] && f.taken(&states[v], e) {
-					taken = true
-				}
-			}
-		}
-		if !taken && enabledAll {
-			return false
-		}
-	}
-	return true
-}
-
-// sccs returns the strongly connected components of the subgraph induced by
-// the states with in[v] set (iterative Tarjan).
-func sccs(g *graph, in []bool) [][]int32 {
-	n := len(in)
-	index := make([]int32, n)
-	low := make([]int32, n)
-	onStack := make([]bool, n)
-	for i := range index {
-		index[i] = -1
-	}
-	var stack []int32
-	var out [][]int32
-	next := int32(0)
-	type frame struct {
-		v  int32
-		ei int
-	}
-	for root := 0; root < n; root++ {
-		if !in[root] || index[root] >= 0 {
-			continue
-		}
-		call := []frame{{v: int32(root)}}
-		index[root], low[root] = next, next
-		next++
-		stack = append(stack, int32(root))
-		onStack[root] = true
-		for len(call) > 0 {
-			f := &call[len(call)-1]
-			v := f.v
-			if f.ei < len(g.edges[v]) {
-				w := g.edges[v][f.ei].to
-				f.ei++
-				if !in[w] {
-					continue
-				}
-				if index[w] < 0 {
-					index[w], low[w] = next, next
-					next++
-					stack = append(stack, w)
-					onStack[w] = true
-					call = append(call, frame{v: w})
-				} else if onStack[w] {
-					low[v] = min(low[v], index[w])
-				}
-				continue
-			}
-			if low[v] == index[v] {
-				var comp []int32
-				for {
-					w := stack[len(stack)-1]
-					stack = stack[:len(stack)-1]
-					onStack[w] = false
-					comp = append(comp, w)
-					if w == v {
-						break
-					}
-				}
-				out = append(out, comp)
-			}
-			call = call[:len(call)-1]
-			if len(call) > 0 {
-				u := call[len(call)-1].v
-				low[u] = min(low[u], low[v])
-			}
-		}
-	}
-	return out
 }

@@ -5,12 +5,9 @@ package httpoutcome_test
 import (
 	"context"
 	"errors"
-	"fmt"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"runtime"
-	"syscall"
 	"testing"
 	"time"
 
@@ -19,30 +16,14 @@ import (
 
 	"github.com/placementlab/placement/impl/httpoutcome"
 	"github.com/placementlab/placement/impl/placement"
+	"github.com/placementlab/placement/internal/blackhole"
 )
 
-// blackHole returns the URL of a loopback address whose connects hang: a
-// listener with a backlog of 0 that never accepts, its one queue slot
-// filled, so the kernel drops every further SYN (unprivileged, Linux).
+// blackHole returns the URL of a loopback address whose connects hang
+// (blackhole.Addr).
 func blackHole(t *testing.T) string {
 	t.Helper()
-	fd, err := syscall.Socket(syscall.AF_INET, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = syscall.Close(fd) })
-	require.NoError(t, syscall.Bind(fd, &syscall.SockaddrInet4{Addr: [4]byte{127, 0, 0, 1}}))
-	require.NoError(t, syscall.Listen(fd, 0))
-	sa, err := syscall.Getsockname(fd)
-	require.NoError(t, err)
-	addr := fmt.Sprintf("127.0.0.1:%d", sa.(*syscall.SockaddrInet4).Port)
-	for i := 0; ; i++ {
-		require.Less(t, i, 8, "the accept queue never filled")
-		c, err := net.DialTimeout("tcp", addr, 300*time.Millisecond)
-		if err != nil {
-			break // full: this connect hung
-		}
-		t.Cleanup(func() { _ = c.Close() })
-	}
-	return "http://" + addr
+	return "http://" + blackhole.Addr(t)
 }
 
 // TestConnectTimeoutIsRefusal: a connect that hangs (a black-holed worker)

@@ -3,38 +3,18 @@
 package router_test
 
 import (
-	"fmt"
-	"net"
 	"net/http"
 	"net/url"
-	"syscall"
 	"testing"
-	"time"
 
-	"github.com/stretchr/testify/require"
+	"github.com/placementlab/placement/internal/blackhole"
 )
 
-// blackHole returns the URL of a loopback address whose connects hang: a
-// listener with a backlog of 0 that never accepts, its one queue slot
-// filled, so the kernel drops every further SYN (unprivileged, Linux).
+// blackHole returns the URL of a loopback address whose connects hang
+// (blackhole.Addr).
 func blackHole(t *testing.T) *url.URL {
 	t.Helper()
-	fd, err := syscall.Socket(syscall.AF_INET, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = syscall.Close(fd) })
-	require.NoError(t, syscall.Bind(fd, &syscall.SockaddrInet4{Addr: [4]byte{127, 0, 0, 1}}))
-	require.NoError(t, syscall.Listen(fd, 0))
-	sa, err := syscall.Getsockname(fd)
-	require.NoError(t, err)
-	addr := fmt.Sprintf("127.0.0.1:%d", sa.(*syscall.SockaddrInet4).Port)
-	for i := 0; ; i++ {
-		require.Less(t, i, 8, "the accept queue never filled")
-		c, err := net.DialTimeout("tcp", addr, 300*time.Millisecond)
-		if err != nil {
-			break // full: this connect hung
-		}
-		t.Cleanup(func() { _ = c.Close() })
-	}
+	addr := blackhole.Addr(t)
 	t.Cleanup(func() {
 		// Pending dials of the default transport end now, not at its
 		// dialer's timeout.

@@ -3,18 +3,15 @@
 package etcdstore
 
 import (
-	"context"
-	"os"
-	"os/exec"
 	"testing"
 	"time"
 
-	"github.com/stretchr/testify/assert"
+	"github.com/placementlab/placement/internal/mutanttest"
 )
 
 // variants are the package's broken variants (mutant_off.go), each with
 // the test that must fail under it.
-var variants = []struct{ name, catcher string }{
+var variants = []mutanttest.Variant{
 	{"ResolveTwoReads", "TestResolveJudgesOneMoment"},
 	{"EOFNotUnavailable", "TestTouchConnectionCut"},
 	{"RefreshLossUnmarked", "TestRefreshConnectionCut"},
@@ -27,23 +24,5 @@ var variants = []struct{ name, catcher string }{
 // variant). It runs only in the bug-zoo build (-tags placement_mutants)
 // with no variant active.
 func TestVariantsCaught(t *testing.T) {
-	if activeMutant != "" {
-		t.Skip("a variant is active")
-	}
-	run := func(variant, test string) (bool, string) {
-		ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
-		defer cancel()
-		cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^"+test+"$", "-test.count=1")
-		cmd.Env = append(os.Environ(), "PLACEMENT_MUTANT="+variant)
-		out, err := cmd.CombinedOutput()
-		return err == nil, string(out)
-	}
-	for _, v := range variants {
-		t.Run(v.name, func(t *testing.T) {
-			ok, out := run("", v.catcher)
-			assert.True(t, ok, "%s fails with no variant:\n%s", v.catcher, out)
-			ok, out = run(v.name, v.catcher)
-			assert.False(t, ok, "%s passes under %s:\n%s", v.catcher, v.name, out)
-		})
-	}
+	mutanttest.Run(t, activeMutant, 120*time.Second, variants)
 }

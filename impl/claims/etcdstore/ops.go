@@ -380,22 +380,11 @@ func (s *Store) Resolve(ctx context.Context, key string, attempt uint64, gen int
 		return claims.Claim{}, false, s.fail(octx, op, err)
 	}
 	for {
-		if kv == nil {
-			return claims.Claim{}, false, &claims.FencedError{Key: key, Attempt: attempt, Gen: gen}
-		}
-		if c.State != claims.Quarantined || c.Attempt != attempt || c.Gen != gen {
-			return claims.Claim{}, false, &claims.FencedError{Key: key, Attempt: attempt, Gen: gen, Current: c, Found: true}
+		if err := resolveFenced(key, attempt, gen, kv, c); err != nil {
+			return claims.Claim{}, false, err
 		}
 		wk := s.workerKey(c.Target.Worker)
-		var then []clientv3.Op
-		nc := c
-		if accepted {
-			nc.State = claims.Bound
-			nc.Attempt = 0
-			then = []clientv3.Op{clientv3.OpPut(ck, encodeClaim(nc, lease), clientv3.WithIgnoreLease())}
-		} else {
-			then = s.deleteClaim(key)
-		}
+		nc, then := s.resolution(key, c, lease, accepted)
 		tr, err := s.cli.Txn(octx).
 			If(
 				clientv3.Compare(clientv3.ModRevision(ck), "=", kv.ModRevision),
@@ -434,6 +423,31 @@ func (s *Store) Resolve(ctx context.Context, key string, attempt uint64, gen int
 	}
 }
 
+// resolveFenced returns the FencedError of a Resolve of key's quarantine
+// (attempt, gen) when c, the claim read (kv nil: none), is not that
+// quarantine, and nil when it is.
+func resolveFenced(key string, attempt uint64, gen int64, kv *mvccpb.KeyValue, c claims.Claim) error {
+	if kv == nil {
+		return &claims.FencedError{Key: key, Attempt: attempt, Gen: gen}
+	}
+	if c.State != claims.Quarantined || c.Attempt != attempt || c.Gen != gen {
+		return &claims.FencedError{Key: key, Attempt: attempt, Gen: gen, Current: c, Found: true}
+	}
+	return nil
+}
+
+// resolution returns what Resolve writes for key's quarantined claim c,
+// whose lease is lease: if the dispatch was accepted, c Bound with no
+// attempt (returned, its Rev still c's); if not, c's deletion.
+func (s *Store) resolution(key string, c claims.Claim, lease int64, accepted bool) (claims.Claim, []clientv3.Op) {
+	if !accepted {
+		return c, s.deleteClaim(key)
+	}
+	c.State = claims.Bound
+	c.Attempt = 0
+	return c, []clientv3.Op{clientv3.OpPut(s.ClaimKey(key), encodeClaim(c, lease), clientv3.WithIgnoreLease())}
+}
+
 // resolveTwoReads is the broken variant ResolveTwoReads (mutant_off.go):
 // the claim, then its worker's registration in a second read, and a
 // stale verdict with the claim of the first read.
@@ -445,11 +459,8 @@ func (s *Store) resolveTwoReads(octx context.Context, key string, attempt uint64
 		if err != nil {
 			return claims.Claim{}, false, s.fail(octx, op, err)
 		}
-		if kv == nil {
-			return claims.Claim{}, false, &claims.FencedError{Key: key, Attempt: attempt, Gen: gen}
-		}
-		if c.State != claims.Quarantined || c.Attempt != attempt || c.Gen != gen {
-			return claims.Claim{}, false, &claims.FencedError{Key: key, Attempt: attempt, Gen: gen, Current: c, Found: true}
+		if err := resolveFenced(key, attempt, gen, kv, c); err != nil {
+			return claims.Claim{}, false, err
 		}
 		wk := s.workerKey(c.Target.Worker)
 		wr, err := s.cli.Get(octx, wk, clientv3.WithKeysOnly())
@@ -459,15 +470,7 @@ func (s *Store) resolveTwoReads(octx context.Context, key string, attempt uint64
 		if w := firstKV(wr.Kvs); w == nil || w.ModRevision != c.Gen {
 			return claims.Claim{}, false, &claims.FencedError{Key: key, Attempt: attempt, Gen: gen, Current: c, Found: true, Stale: true}
 		}
-		var then []clientv3.Op
-		nc := c
-		if accepted {
-			nc.State = claims.Bound
-			nc.Attempt = 0
-			then = []clientv3.Op{clientv3.OpPut(ck, encodeClaim(nc, lease), clientv3.WithIgnoreLease())}
-		} else {
-			then = s.deleteClaim(key)
-		}
+		nc, then := s.resolution(key, c, lease, accepted)
 		tr, err := s.cli.Txn(octx).
 			If(
 				clientv3.Compare(clientv3.ModRevision(ck), "=", kv.ModRevision),
