@@ -52,16 +52,7 @@ func (o *opener) openWrapped(replica string, wrap func(*clientv3.Client)) *handl
 	cli, err := o.c.NewClient()
 	require.NoError(o.t, err)
 	wrap(cli)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	s, err := New(ctx, cli, replica, o.opts, o.options...)
-	if err != nil {
-		_ = cli.Close()
-	}
-	require.NoError(o.t, err)
-	h := &handle{Store: s, cli: cli}
-	o.t.Cleanup(func() { _ = h.Shutdown() })
-	return h
+	return o.openOn(replica, cli)
 }
 
 // Resolve judges one moment. Between its read of the quarantined claim
@@ -179,6 +170,22 @@ func (c *cutter) intercept(ctx context.Context, desc *grpc.StreamDesc, cc *grpc.
 	return s, err
 }
 
+// openOn opens replica's store on cli (closed if the store cannot be
+// opened), shut down at the end of the test.
+func (o *opener) openOn(replica string, cli *clientv3.Client) *handle {
+	o.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	s, err := New(ctx, cli, replica, o.opts, o.options...)
+	if err != nil {
+		_ = cli.Close()
+	}
+	require.NoError(o.t, err)
+	h := &handle{Store: s, cli: cli}
+	o.t.Cleanup(func() { _ = h.Shutdown() })
+	return h
+}
+
 // openCuttable opens replica's store on a client whose connections c
 // cuts.
 func (o *opener) openCuttable(replica string, c *cutter) *handle {
@@ -193,16 +200,7 @@ func (o *opener) openCuttable(replica string, c *cutter) *handle {
 		},
 	})
 	require.NoError(o.t, err)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	s, err := New(ctx, cli, replica, o.opts, o.options...)
-	if err != nil {
-		_ = cli.Close()
-	}
-	require.NoError(o.t, err)
-	h := &handle{Store: s, cli: cli}
-	o.t.Cleanup(func() { _ = h.Shutdown() })
-	return h
+	return o.openOn(replica, cli)
 }
 
 // A connection dropped during Touch's keepalive: etcd's client returns a

@@ -108,18 +108,10 @@ func (o *opener) open(replica string, endpoints ...string) *handle {
 	o.t.Helper()
 	cli, err := o.c.NewClient(endpoints...)
 	require.NoError(o.t, err)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	s, err := New(ctx, cli, replica, o.opts, o.options...)
-	if err != nil {
-		_ = cli.Close()
-	}
-	require.NoError(o.t, err)
-	h := &handle{Store: s, cli: cli}
+	h := o.openOn(replica, cli)
 	o.mu.Lock()
 	o.handles[replica] = append(o.handles[replica], h)
 	o.mu.Unlock()
-	o.t.Cleanup(func() { _ = h.Shutdown() })
 	return h
 }
 
