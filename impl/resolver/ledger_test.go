@@ -117,37 +117,11 @@ func TestL2_FenceUnderConcurrency(t *testing.T) {
 	l, clk := newLedger(t)
 	require.NoError(t, clk.AdvanceBy(time.Hour))
 	const n = 2000
-	var wg sync.WaitGroup
-	admitted := make([]bool, n)
-	answers := make([][]resolver.State, n)
-	var mu sync.Mutex
-	for g := 0; g < 4; g++ {
-		wg.Add(2)
-		go func(g int) {
-			defer wg.Done()
-			for i := g; i < n; i += 4 {
-				if l.Arrive(fmt.Sprint(i)) == nil {
-					admitted[i] = true
-				}
-			}
-		}(g)
-		go func(g int) {
-			defer wg.Done()
-			for i := (g + 1) % 4; i < n; i += 4 {
-				for k := 0; k < 2; k++ {
-					a := l.Ask(fmt.Sprint(i), young)
-					mu.Lock()
-					answers[i] = append(answers[i], a.State)
-					mu.Unlock()
-				}
-			}
-		}(g)
-	}
-	wg.Wait()
+	admitted, answers := raceArrivals(l, n, func(id string) resolver.Answer { return l.Ask(id, young) })
 	var sawNot, sawArrived int
 	for i := 0; i < n; i++ {
-		for _, s := range answers[i] {
-			switch s {
+		for _, a := range answers[i] {
+			switch s := a.State; s {
 			case resolver.StateNotArrived:
 				sawNot++
 				require.False(t, admitted[i], "id %d: answered not-arrived and admitted", i)
@@ -159,22 +133,23 @@ func TestL2_FenceUnderConcurrency(t *testing.T) {
 			}
 		}
 		if !admitted[i] {
-			require.Contains(t, answers[i], resolver.StateNotArrived, "id %d refused without a promise", i)
+			promised := false
+			for _, a := range answers[i] {
+				promised = promised || a.State == resolver.StateNotArrived
+			}
+			require.True(t, promised, "id %d refused without a promise", i)
 		}
 	}
 	t.Logf("not-arrived answers %d, arrived answers %d", sawNot, sawArrived)
 }
 
-// L9 under concurrency, on a young ledger (every answer for an id it does
-// not remember is a fence, never a promise): for every id, either the
-// arrival was admitted and every answer after it is "arrived", or an
-// answer fenced it and the arrival was refused.
-func TestL9_FenceUnderConcurrency(t *testing.T) {
-	l, _ := newLedger(t) // just started: Fence cannot promise
-	const n = 2000
+// raceArrivals races the arrivals of ids 0..n-1 at l against two answers
+// for each from ask, on four goroutines of each: whether each arrival was
+// admitted, and each id's answers in order.
+func raceArrivals(l *resolver.Ledger, n int, ask func(id string) resolver.Answer) (admitted []bool, answers [][]resolver.Answer) {
 	var wg sync.WaitGroup
-	admitted := make([]bool, n)
-	answers := make([][]resolver.Answer, n)
+	admitted = make([]bool, n)
+	answers = make([][]resolver.Answer, n)
 	var mu sync.Mutex
 	for g := 0; g < 4; g++ {
 		wg.Add(2)
@@ -190,7 +165,7 @@ func TestL9_FenceUnderConcurrency(t *testing.T) {
 			defer wg.Done()
 			for i := (g + 1) % 4; i < n; i += 4 {
 				for k := 0; k < 2; k++ {
-					a := l.Fence(fmt.Sprint(i), young)
+					a := ask(fmt.Sprint(i))
 					mu.Lock()
 					answers[i] = append(answers[i], a)
 					mu.Unlock()
@@ -199,6 +174,17 @@ func TestL9_FenceUnderConcurrency(t *testing.T) {
 		}(g)
 	}
 	wg.Wait()
+	return admitted, answers
+}
+
+// L9 under concurrency, on a young ledger (every answer for an id it does
+// not remember is a fence, never a promise): for every id, either the
+// arrival was admitted and every answer after it is "arrived", or an
+// answer fenced it and the arrival was refused.
+func TestL9_FenceUnderConcurrency(t *testing.T) {
+	l, _ := newLedger(t) // just started: Fence cannot promise
+	const n = 2000
+	admitted, answers := raceArrivals(l, n, func(id string) resolver.Answer { return l.Fence(id, young) })
 	var fenced, arrived int
 	for i := 0; i < n; i++ {
 		for _, a := range answers[i] {
