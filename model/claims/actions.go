@@ -7,7 +7,7 @@ package claims
 
 // ops are the definitions a broken variant may replace.
 type ops struct {
-	Claim, PlaceLocal                           func(m *Model, s *State, r, ss, w int) (State, bool)
+	Claim, PlaceLocal, Move                     func(m *Model, s *State, r, ss, w int) (State, bool)
 	Route, Release, Ambiguous, Close, Reconcile func(m *Model, s *State, r, ss int) (State, bool)
 	Resolve                                     func(m *Model, s *State, ss, a int, accepted bool) (State, bool)
 	Expire                                      func(m *Model, s *State, ss int) (State, bool)
@@ -21,7 +21,7 @@ type ops struct {
 
 func defaultOps() ops {
 	return ops{
-		Claim: claimAct, PlaceLocal: placeLocal, Route: route, Release: release,
+		Claim: claimAct, PlaceLocal: placeLocal, Move: move, Route: route, Release: release,
 		Ambiguous: ambiguous, Close: closeAct, Reconcile: reconcile, Resolve: resolve,
 		Expire: expire, BumpGeneration: bumpGeneration, Receive: receive,
 		Duplicate: duplicate, Drop: drop, Disconnect: disconnect, Reconnect: reconnect, Crash: crash,
@@ -36,6 +36,10 @@ func (m *Model) Claim(s *State, r, ss, w int) (State, bool) { return m.ops.Claim
 func (m *Model) PlaceLocal(s *State, r, ss, w int) (State, bool) {
 	return m.ops.PlaceLocal(m, s, r, ss, w)
 }
+
+// Move is the spec's Move(r, s, w): r rewrites s's claim to target w,
+// fenced by the revision it caches.
+func (m *Model) Move(s *State, r, ss, w int) (State, bool) { return m.ops.Move(m, s, r, ss, w) }
 
 // Route is the spec's Route(r, s): a turn dispatched from the cache.
 func (m *Model) Route(s *State, r, ss int) (State, bool) { return m.ops.Route(m, s, r, ss) }
@@ -210,6 +214,56 @@ func placeLocalWith(m *Model, s *State, r, ss, w int, evenUp bool) (State, bool)
 	}
 	n := s.Clone()
 	n.Cache[i] = Entry{St: StUnclaimed, Rev: 0, Target: w, Gen: s.Gen[w]}
+	return n, true
+}
+
+func move(m *Model, s *State, r, ss, w int) (State, bool) {
+	return moveWith(m, s, r, ss, w, moveCorrect)
+}
+
+// moveBug selects a broken variant of Move (moveCorrect: none).
+type moveBug uint8
+
+const (
+	moveCorrect        moveBug = iota
+	moveUnfenced               // the revision is not checked: any Bound claim moves
+	moveOverQuarantine         // the state is not checked: the cached revision moves whatever it is
+)
+
+func moveWith(m *Model, s *State, r, ss, w int, bug moveBug) (State, bool) {
+	i := m.ix(r, ss)
+	e, c := s.Cache[i], s.Claim[ss]
+	if !s.Up[r] || !e.St.claimed() || w == e.Target {
+		return State{}, false
+	}
+	var fenced bool
+	switch bug {
+	case moveUnfenced:
+		fenced = c.St == StBound
+	case moveOverQuarantine:
+		fenced = c.St != StNone && c.Rev == e.Rev
+	default:
+		fenced = c.St == StBound && c.Rev == e.Rev
+	}
+	if fenced {
+		if s.Rev >= m.Cfg.MaxRev {
+			return State{}, false
+		}
+		n := s.Clone()
+		nc := newClaim(s, w)
+		n.Claim[ss] = nc
+		n.Rev = s.Rev + 1
+		n.Holders[ss] = 0
+		n.Cache[i] = entryOf(nc)
+		m.publish(s, &n, ss, c.Rev)
+		return n, true
+	}
+	n := s.Clone()
+	if c.St == StNone {
+		n.Cache[i] = noEntry
+	} else {
+		n.Cache[i] = entryOf(c)
+	}
 	return n, true
 }
 
@@ -454,12 +508,15 @@ func bumpGeneration(m *Model, s *State, w int) (State, bool) {
 	return n, true
 }
 
-func receive(m *Model, s *State, r int) (State, bool) { return receiveWith(m, s, r, true, false) }
+func receive(m *Model, s *State, r int) (State, bool) {
+	return receiveWith(m, s, r, true, false, false)
+}
 
 // receiveWith is Receive, whose Reset evicts the cached claims when
 // evictOnReset (its broken variant's does not), the quarantines among them
-// unless keepQuarantines (another broken variant).
-func receiveWith(m *Model, s *State, r int, evictOnReset, keepQuarantines bool) (State, bool) {
+// unless keepQuarantines (another broken variant); keepInFlight is a third
+// broken variant, whose Delete keeps an entry the replica has leases on.
+func receiveWith(m *Model, s *State, r int, evictOnReset, keepQuarantines, keepInFlight bool) (State, bool) {
 	if len(s.Chan[r]) == 0 {
 		return State{}, false
 	}
@@ -472,7 +529,7 @@ func receiveWith(m *Model, s *State, r int, evictOnReset, keepQuarantines bool) 
 			if e.St != StUnclaimed && evictOnReset && !(keepQuarantines && e.St == StQuarantined) {
 				n.Cache[i] = noEntry
 			}
-		} else if ss == ev.S && e.St.claimed() && e.Rev == ev.Rev {
+		} else if ss == ev.S && e.St.claimed() && e.Rev == ev.Rev && !(keepInFlight && s.Lease[i].N > 0) {
 			n.Cache[i] = noEntry
 		}
 	}

@@ -89,6 +89,27 @@ var variants = map[string]variant{
 	"BugAmbiguousByLineage": {"Ambiguous",
 		"an ambiguous report is fenced by the lineage, not the revision",
 		func(o *ops) { o.Ambiguous = bugAmbiguousByLineage }},
+	"BugUnfencedMove": {"Move",
+		"a move is not fenced by revision: a replica routing from a revision moved meanwhile rewrites the winner's claim",
+		func(o *ops) { o.Move = bugUnfencedMove }},
+	"BugMoveOverQuarantine": {"Move",
+		"a move is fenced by revision only: a quarantined (or closing) claim is rewritten",
+		func(o *ops) { o.Move = bugMoveOverQuarantine }},
+	"BugMoveKeepsCache": {"Receive",
+		"a Delete keeps the cached revision while the replica has requests in flight on it: after a move it serves the old target",
+		func(o *ops) { o.Receive = bugMoveKeepsCache }},
+}
+
+func bugUnfencedMove(m *Model, s *State, r, ss, w int) (State, bool) {
+	return moveWith(m, s, r, ss, w, moveUnfenced)
+}
+
+func bugMoveOverQuarantine(m *Model, s *State, r, ss, w int) (State, bool) {
+	return moveWith(m, s, r, ss, w, moveOverQuarantine)
+}
+
+func bugMoveKeepsCache(m *Model, s *State, r int) (State, bool) {
+	return receiveWith(m, s, r, true, false, true)
 }
 
 func bugHoldAgainstLineage(m *Model, s *State, r, ss int) (State, bool) {
@@ -199,7 +220,7 @@ func bugCloseWhileHeld(m *Model, s *State, r, ss int) (State, bool) {
 }
 
 func bugNoEvictOnReset(m *Model, s *State, r int) (State, bool) {
-	return receiveWith(m, s, r, false, false)
+	return receiveWith(m, s, r, false, false, false)
 }
 
 func bugExpireInUse(m *Model, s *State, ss int) (State, bool) {
@@ -286,7 +307,7 @@ func bugClaimIgnoresStale(m *Model, s *State, r, ss, w int) (State, bool) {
 }
 
 func bugResetKeepsQuarantines(m *Model, s *State, r int) (State, bool) {
-	return receiveWith(m, s, r, true, true)
+	return receiveWith(m, s, r, true, true, false)
 }
 
 func bugClosingInPlace(m *Model, s *State, r, ss int) (State, bool) {

@@ -72,6 +72,7 @@ func ModelConfig(c *model.TLCConfig) (Config, error) {
 	cfg.Replicas, cfg.Sessions, cfg.Workers = set("Replicas"), set("Sessions"), set("Workers")
 	cfg.MaxRev, cfg.MaxGen, cfg.MaxLeases, cfg.MaxChan = num("MaxRev"), num("MaxGen"), num("MaxLeases"), num("MaxChan")
 	cfg.MaxFaults = num("MaxFaults")
+	cfg.MaxMoves = num("MaxMoves")
 	for _, mv := range []string{"NoReplica", "NoSession", "NoWorker"} {
 		if c.Constants[mv] != mv {
 			fail("constant %s must be the model value %s", mv, mv)

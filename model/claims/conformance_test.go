@@ -97,11 +97,12 @@ var needFaults = map[string]bool{"BumpGeneration": true, "Duplicate": true, "Dro
 	"Crash": true, "Reconnect": true, "PlaceLocal": true, "Reconcile": true}
 
 // unreached lists the actions no step of rep exercised, leaving out, for a
-// config with no faults (MaxFaults = 0), those that need one.
+// config with no faults (MaxFaults = 0), those that need one, and Move for
+// a config that asks no move (MaxMoves = 0).
 func unreached(m *Model, rep *Report) []string {
 	var out []string
 	for _, a := range rep.UnreachedActions() {
-		if m.Cfg.MaxFaults > 0 || !needFaults[a] {
+		if (m.Cfg.MaxFaults > 0 || !needFaults[a]) && (m.Cfg.MaxMoves > 0 || a != "Move") {
 			out = append(out, a)
 		}
 	}

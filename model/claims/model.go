@@ -2,17 +2,17 @@
 // protocol (docs/claims.md).
 //
 // It mirrors spec/tla/Claims.tla action for action: the state variables
-// (rev, gen, claim, holders, up, cache, lease, chan and the ghosts ended
-// and lineage),
-// the actions (Claim, PlaceLocal, Route, Release, Ambiguous, Resolve,
+// (rev, gen, claim, holders, up, cache, lease, chan, the move budget's
+// nmoves and the ghosts ended, lineage and moves),
+// the actions (Claim, PlaceLocal, Move, Route, Release, Ambiguous, Resolve,
 // Close, Reconcile, Expire, BumpGeneration, Receive, Duplicate, Drop,
 // Disconnect, Reconnect, Crash), the invariants, the action properties and
 // the liveness properties (checked under the spec's Fairness on the whole
 // state graph) carry the same names, and the broken variants of
 // spec/tla/MCClaims.tla are switchable by name (Model.Override). The ghosts
-// ended and lineage are written by TrackEnded and TrackLineage, outside
-// every action; the properties measure with them, never with a claim's
-// Born. The model is pure: no wall clock, no shared state, no goroutines.
+// ended, lineage and moves are written by TrackEnded, TrackLineage and
+// TrackMoves, outside every action; the properties measure with them,
+// never with a claim's Born. The model is pure: no wall clock, no shared state, no goroutines.
 //
 // Explore enumerates every reachable state of a model configured from a
 // TLC config file (spec/tla/MCClaims*.cfg), breadth first, and its tests
@@ -95,6 +95,7 @@ var ResetEv = Event{Reset: true, S: None}
 type State struct {
 	Rev     int
 	Faults  int // faults injected so far (Crash, Disconnect, Drop, Duplicate)
+	NMoves  int // moves asked so far (the spec's nmoves, bounded by MaxMoves)
 	Gen     []int
 	Claim   []Claim
 	Holders []uint64 // per session: a bit per replica
@@ -104,11 +105,16 @@ type State struct {
 	Chan    [][]Event
 	Ended   []uint64 // ghost, per session: bit v set when revision v ended
 	Lineage []int    // ghost, per session: the revision that began its claim's lineage (0: no claim)
+	Moves   [][]Move // ghost, per session: the moves made, sorted (the spec's set of <<from, to>>)
 }
+
+// Move is one element of the ghost moves: a move from revision From (the
+// one the mover routed from) that wrote revision To.
+type Move struct{ From, To int }
 
 // Clone returns a deep copy of s.
 func (s *State) Clone() State {
-	n := State{Rev: s.Rev, Faults: s.Faults}
+	n := State{Rev: s.Rev, Faults: s.Faults, NMoves: s.NMoves}
 	n.Gen = append([]int(nil), s.Gen...)
 	n.Claim = append([]Claim(nil), s.Claim...)
 	n.Holders = append([]uint64(nil), s.Holders...)
@@ -121,6 +127,10 @@ func (s *State) Clone() State {
 	}
 	n.Ended = append([]uint64(nil), s.Ended...)
 	n.Lineage = append([]int(nil), s.Lineage...)
+	n.Moves = make([][]Move, len(s.Moves))
+	for i, ms := range s.Moves {
+		n.Moves[i] = append([]Move(nil), ms...)
+	}
 	return n
 }
 
@@ -129,6 +139,7 @@ type Config struct {
 	Replicas, Sessions, Workers []string
 	MaxRev, MaxGen, MaxLeases   int
 	MaxChan, MaxFaults          int
+	MaxMoves                    int // moves asked per behaviour (0: none)
 }
 
 // ErrConfig is returned (wrapped) for a configuration the model cannot
@@ -146,6 +157,8 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("%w: MaxRev must be in 0..63", ErrConfig)
 	case c.MaxFaults < 0 || c.MaxFaults > 250:
 		return fmt.Errorf("%w: MaxFaults must be in 0..250", ErrConfig)
+	case c.MaxMoves < 0 || c.MaxMoves > 250:
+		return fmt.Errorf("%w: MaxMoves must be in 0..250", ErrConfig)
 	case c.MaxGen < 1 || c.MaxGen > 250 || c.MaxLeases < 1 || c.MaxLeases > 250 || c.MaxChan < 1 || c.MaxChan > 250:
 		return fmt.Errorf("%w: MaxGen, MaxLeases and MaxChan must be in 1..250", ErrConfig)
 	case len(c.Sessions) > 250 || len(c.Workers) > 250:
@@ -186,6 +199,7 @@ func (m *Model) Init() State {
 		Chan:    make([][]Event, nr),
 		Ended:   make([]uint64, ns),
 		Lineage: make([]int, ns),
+		Moves:   make([][]Move, ns),
 	}
 	for w := range s.Gen {
 		s.Gen[w] = 1
@@ -216,6 +230,7 @@ func appendKey(b []byte, s *State) []byte {
 	w := func(v int) { b = append(b, byte(v+1)) } // None (-1) is 0
 	w(s.Rev)
 	w(s.Faults)
+	w(s.NMoves)
 	for _, g := range s.Gen {
 		w(g)
 	}
@@ -229,6 +244,11 @@ func appendKey(b []byte, s *State) []byte {
 		b = appendU64(b, s.Holders[i])
 		b = appendU64(b, s.Ended[i])
 		w(s.Lineage[i])
+		w(len(s.Moves[i]))
+		for _, mv := range s.Moves[i] {
+			w(mv.From)
+			w(mv.To)
+		}
 	}
 	for _, u := range s.Up {
 		if u {
@@ -266,4 +286,24 @@ func appendU64(b []byte, v uint64) []byte {
 		v >>= 7
 	}
 	return append(b, byte(v))
+}
+
+// addMove returns a new slice: ms with mv added, kept sorted and without
+// duplicates (the spec's set of <<from, to>>). ms is not changed.
+func addMove(ms []Move, mv Move) []Move {
+	out := make([]Move, 0, len(ms)+1)
+	added := false
+	for _, x := range ms {
+		if !added && (x.From > mv.From || x.From == mv.From && x.To >= mv.To) {
+			if x != mv {
+				out = append(out, mv)
+			}
+			added = true
+		}
+		out = append(out, x)
+	}
+	if !added {
+		out = append(out, mv)
+	}
+	return out
 }

@@ -113,6 +113,53 @@ func TestCrashedHoldsAreLeaked(t *testing.T) {
 	require.False(t, Invariants["HoldsAreLeases"].Holds(bug, &s))
 }
 
+func moveL(r, s, w int) Label { return Label{Act: ActMove, R: r, S: s, W: w} }
+
+// TestMoveFencedFirstWins: a move is a new lineage fenced by the revision
+// the mover caches; the second of two concurrent moves from one revision is
+// refused and its replica caches the winner's claim; the other replica
+// learns the move through the old revision's Delete.
+func TestMoveFencedFirstWins(t *testing.T) {
+	m := testModel(t, 1)
+	m.Cfg.MaxMoves = 2
+	s := do(t, m, m.Init(), claim(0, 0, 0), claim(1, 0, 0), rs(ActRoute, 1, 0), moveL(0, 0, 1))
+	require.Equal(t, Claim{St: StBound, Rev: 2, Born: 2, Target: 1, Gen: 1}, s.Claim[0])
+	require.Zero(t, s.Holders[0], "the old lineage's holds end with it")
+	require.Equal(t, 2, s.Lineage[0])
+	require.Equal(t, []Move{{From: 1, To: 2}}, s.Moves[0])
+	require.Equal(t, []Event{{S: 0, Rev: 1}}, s.Chan[1], "r2 learns that revision 1 ended")
+	s = do(t, m, s, moveL(1, 0, 1))
+	require.Equal(t, 2, s.Claim[0].Rev, "the second move from revision 1 changes nothing")
+	require.Equal(t, entryOf(s.Claim[0]), s.Cache[m.ix(1, 0)], "the loser caches the winner's claim")
+	require.Equal(t, []Move{{From: 1, To: 2}}, s.Moves[0])
+	require.Equal(t, 2, s.NMoves)
+	_, ok := m.Apply(&s, moveL(0, 0, 0))
+	require.False(t, ok, "MaxMoves is spent")
+	for _, n := range []string{"OneTargetOnceSeen", "FirstMoveWins"} {
+		require.True(t, Invariants[n].Holds(m, &s), n)
+	}
+}
+
+// TestMoveRefusedOverQuarantine: a quarantined claim does not move; the
+// broken variant BugMoveOverQuarantine moves it and QuarantineLifecycle
+// fails.
+func TestMoveRefusedOverQuarantine(t *testing.T) {
+	steps := []Label{claim(0, 0, 0), rs(ActRoute, 0, 0), rs(ActAmbiguous, 0, 0)}
+	m := testModel(t, 1)
+	m.Cfg.MaxMoves = 1
+	s := do(t, m, m.Init(), steps...)
+	n := do(t, m, s, moveL(0, 0, 1))
+	require.Equal(t, s.Claim, n.Claim)
+	bug := testModel(t, 1)
+	bug.Cfg.MaxMoves = 1
+	require.NoError(t, bug.Override("Move", "BugMoveOverQuarantine"))
+	s = do(t, bug, bug.Init(), steps...)
+	n, ok := bug.Apply(&s, moveL(0, 0, 1))
+	require.True(t, ok)
+	require.Equal(t, StBound, n.Claim[0].St)
+	require.False(t, ActionProperties["QuarantineLifecycle"].Holds(bug, &s, moveL(0, 0, 1), &n))
+}
+
 func TestFaultBudget(t *testing.T) {
 	m := testModel(t, 1)
 	s := do(t, m, m.Init(), onR(ActCrash, 0), onR(ActCrash, 1))

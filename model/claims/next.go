@@ -9,6 +9,7 @@ type Action uint8
 const (
 	ActClaim Action = iota
 	ActPlaceLocal
+	ActMove
 	ActRoute
 	ActRelease
 	ActAmbiguous
@@ -28,7 +29,7 @@ const (
 
 // ActionNames are the spec's action names, indexed by Action, in the order
 // of Claims.tla's Next.
-var ActionNames = [numActions]string{"Claim", "PlaceLocal", "Route", "Release", "Ambiguous",
+var ActionNames = [numActions]string{"Claim", "PlaceLocal", "Move", "Route", "Release", "Ambiguous",
 	"Resolve", "Close", "Reconcile", "Expire", "BumpGeneration", "Receive", "Duplicate", "Drop",
 	"Disconnect", "Reconnect", "Crash"}
 
@@ -53,7 +54,7 @@ type Label struct {
 func (m *Model) Format(l Label) string {
 	c := &m.Cfg
 	switch l.Act {
-	case ActClaim, ActPlaceLocal:
+	case ActClaim, ActPlaceLocal, ActMove:
 		return fmt.Sprintf("%s(%s, %s, %s)", l.Act, c.Replicas[l.R], c.Sessions[l.S], c.Workers[l.W])
 	case ActRoute, ActRelease, ActAmbiguous, ActClose, ActReconcile:
 		return fmt.Sprintf("%s(%s, %s)", l.Act, c.Replicas[l.R], c.Sessions[l.S])
@@ -78,6 +79,8 @@ func (m *Model) apply(s *State, l Label) (State, bool) {
 		return m.Claim(s, l.R, l.S, l.W)
 	case ActPlaceLocal:
 		return m.PlaceLocal(s, l.R, l.S, l.W)
+	case ActMove:
+		return m.Move(s, l.R, l.S, l.W)
 	case ActRoute:
 		return m.Route(s, l.R, l.S)
 	case ActRelease:
@@ -110,12 +113,13 @@ func (m *Model) apply(s *State, l Label) (State, bool) {
 	return State{}, false
 }
 
-// Apply performs the step l names on s, the ghosts ended and lineage
-// included (the spec's Next /\ TrackEnded /\ TrackLineage), and reports
-// whether it is enabled.
+// Apply performs the step l names on s, the ghosts ended, lineage and
+// moves included (the spec's Next /\ TrackEnded /\ TrackLineage /\
+// TrackMoves), and reports whether it is enabled. Like the spec's Did, it
+// counts faults against MaxFaults and moves against MaxMoves.
 func (m *Model) Apply(s *State, l Label) (State, bool) {
 	fault := l.Act.IsFault()
-	if fault && s.Faults >= m.Cfg.MaxFaults {
+	if fault && s.Faults >= m.Cfg.MaxFaults || l.Act == ActMove && s.NMoves >= m.Cfg.MaxMoves {
 		return State{}, false
 	}
 	n, ok := m.apply(s, l)
@@ -123,8 +127,12 @@ func (m *Model) Apply(s *State, l Label) (State, bool) {
 		if fault {
 			n.Faults = s.Faults + 1
 		}
+		if l.Act == ActMove {
+			n.NMoves = s.NMoves + 1
+		}
 		TrackEnded(s, &n)
 		TrackLineage(s, &n)
+		TrackMoves(s, l, &n)
 	}
 	return n, ok
 }
@@ -170,6 +178,19 @@ func TrackLineage(s, t *State) {
 	}
 }
 
+// TrackMoves sets the ghost moves of t, the state after step l from s, as
+// the spec's TrackMoves does: a Move step that changes the session's claim
+// records <<from, to>>, the revision the mover cached before the step and
+// the claim's new revision. It reads the label, the cache and the claims,
+// never the action's fence.
+func TrackMoves(s *State, l Label, t *State) {
+	for ss := range s.Claim {
+		if nc := t.Claim[ss]; l.Act == ActMove && l.S == ss && nc != s.Claim[ss] && nc.St != StNone {
+			t.Moves[ss] = addMove(s.Moves[ss], Move{From: s.Cache[l.R*len(s.Claim)+ss].Rev, To: nc.Rev})
+		}
+	}
+}
+
 // Steps calls yield with every step Next allows from s, in the order of
 // Next's disjuncts and of their bound variables, as TLC generates them:
 // one per enabled instance, stuttering ones included.
@@ -181,7 +202,7 @@ func (m *Model) Steps(s *State, yield func(Label, *State)) {
 			yield(l, &n)
 		}
 	}
-	for _, act := range []Action{ActClaim, ActPlaceLocal} {
+	for _, act := range []Action{ActClaim, ActPlaceLocal, ActMove} {
 		for r := range nr {
 			for ss := range ns {
 				for w := range nw {

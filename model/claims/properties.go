@@ -95,7 +95,7 @@ func init() {
 	for _, inv := range []Invariant{
 		{"TypeOK", func(m *Model, s *State) bool {
 			c := &m.Cfg
-			if s.Faults < 0 || s.Faults > c.MaxFaults || s.Rev < 0 || s.Rev > c.MaxRev {
+			if s.Faults < 0 || s.Faults > c.MaxFaults || s.Rev < 0 || s.Rev > c.MaxRev || s.NMoves < 0 || s.NMoves > c.MaxMoves {
 				return false
 			}
 			for _, g := range s.Gen {
@@ -115,6 +115,11 @@ func init() {
 				}
 				if s.Lineage[ss] < 0 || s.Lineage[ss] > s.Rev {
 					return false
+				}
+				for _, mv := range s.Moves[ss] { // moves ⊆ (1..rev) × (1..rev)
+					if mv.From < 1 || mv.From > s.Rev || mv.To < 1 || mv.To > s.Rev {
+						return false
+					}
 				}
 			}
 			for r := range c.Replicas {
@@ -218,6 +223,34 @@ func init() {
 			}
 			return true
 		}},
+		{"OneTargetOnceSeen", func(m *Model, s *State) bool {
+			for ss := range m.Cfg.Sessions {
+				for r1 := range m.Cfg.Replicas {
+					for r2 := range m.Cfg.Replicas {
+						if !s.Up[r1] || !s.Up[r2] || !routesFromCache(m, s, r1, ss) || !routesFromCache(m, s, r2, ss) ||
+							s.Cache[m.ix(r1, ss)].Target == s.Cache[m.ix(r2, ss)].Target {
+							continue
+						}
+						if !windowOK(m, s, r1, ss) && !windowOK(m, s, r2, ss) {
+							return false
+						}
+					}
+				}
+			}
+			return true
+		}},
+		{"FirstMoveWins", func(m *Model, s *State) bool {
+			for _, ms := range s.Moves {
+				for _, a := range ms {
+					for _, b := range ms {
+						if a.From == b.From && a != b {
+							return false
+						}
+					}
+				}
+			}
+			return true
+		}},
 	} {
 		Invariants[inv.Name] = inv
 	}
@@ -256,7 +289,7 @@ func init() {
 		}},
 		{"FirstWriterWins", func(m *Model, s *State, l Label, t *State) bool {
 			for ss := range m.Cfg.Sessions {
-				if claimCurrent(s, ss) && t.Claim[ss].St != StNone &&
+				if claimCurrent(s, ss) && t.Claim[ss].St != StNone && !(l.Act == ActMove && l.S == ss) &&
 					(t.Claim[ss].Target != s.Claim[ss].Target || t.Claim[ss].Gen != s.Claim[ss].Gen) {
 					return false
 				}
@@ -314,6 +347,9 @@ func init() {
 			for ss, c := range s.Claim {
 				if t.Claim[ss].St == StNone || t.Lineage[ss] == s.Lineage[ss] {
 					continue
+				}
+				if l.Act == ActMove && l.S == ss && c.St == StBound {
+					continue // a move of a Bound claim
 				}
 				if (l.Act != ActClaim && l.Act != ActReconcile) || l.S != ss {
 					return false

@@ -45,6 +45,7 @@ func (m *Model) DecodeKey(key string) (State, error) {
 	s := m.Init()
 	s.Rev = rd()
 	s.Faults = rd()
+	s.NMoves = rd()
 	for w := range s.Gen {
 		s.Gen[w] = rd()
 	}
@@ -55,6 +56,10 @@ func (m *Model) DecodeKey(key string) (State, error) {
 		s.Holders[i] = u64()
 		s.Ended[i] = u64()
 		s.Lineage[i] = rd()
+		n := rd()
+		for j := 0; j < n && !bad; j++ {
+			s.Moves[i] = append(s.Moves[i], Move{From: rd(), To: rd()})
+		}
 	}
 	for r := range s.Up {
 		s.Up[r] = rd() == 0
@@ -117,6 +122,7 @@ func (m *Model) FormatState(s *State) string {
 	}
 	fmt.Fprintf(&b, "/\\ rev = %d\n", s.Rev)
 	fmt.Fprintf(&b, "/\\ faults = %d\n", s.Faults)
+	fmt.Fprintf(&b, "/\\ nmoves = %d\n", s.NMoves)
 	fn("gen", c.Workers, func(w int) string { return strconv.Itoa(s.Gen[w]) })
 	fn("claim", c.Sessions, func(i int) string {
 		x := s.Claim[i]
@@ -163,6 +169,13 @@ func (m *Model) FormatState(s *State) string {
 		return "{" + strings.Join(xs, ", ") + "}"
 	})
 	fn("lineage", c.Sessions, func(i int) string { return strconv.Itoa(s.Lineage[i]) })
+	fn("moves", c.Sessions, func(i int) string {
+		var xs []string
+		for _, mv := range s.Moves[i] {
+			xs = append(xs, fmt.Sprintf("<<%d, %d>>", mv.From, mv.To))
+		}
+		return "{" + strings.Join(xs, ", ") + "}"
+	})
 	return b.String()
 }
 
@@ -232,6 +245,7 @@ func (m *Model) stateFromValues(vars map[string]*tlcout.Value) (State, error) {
 	s := m.Init()
 	s.Rev = num(vars["rev"], "rev")
 	s.Faults = num(vars["faults"], "faults")
+	s.NMoves = num(vars["nmoves"], "nmoves")
 	for w, g := range fn(vars["gen"], "gen", c.Workers) {
 		s.Gen[w] = num(g, "gen[w]")
 	}
@@ -285,6 +299,16 @@ func (m *Model) stateFromValues(vars map[string]*tlcout.Value) (State, error) {
 	}
 	for i, lv := range fn(vars["lineage"], "lineage", c.Sessions) {
 		s.Lineage[i] = num(lv, "lineage[s]")
+	}
+	for i, mv := range fn(vars["moves"], "moves", c.Sessions) {
+		for _, e := range get(mv, tlcout.KindSet, "moves[s]").Elems {
+			t := get(e, tlcout.KindTuple, "a move")
+			if len(t.Elems) != 2 {
+				fail("a move has %d elements, want 2", len(t.Elems))
+				continue
+			}
+			s.Moves[i] = addMove(s.Moves[i], Move{From: num(t.Elems[0], "move from"), To: num(t.Elems[1], "move to")})
+		}
 	}
 	return s, err
 }

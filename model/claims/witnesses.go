@@ -35,6 +35,14 @@ func init() {
 			}
 			return true
 		}},
+		{"NeverMove", func(m *Model, s *State) bool {
+			for _, ms := range s.Moves {
+				if len(ms) > 0 {
+					return false
+				}
+			}
+			return true
+		}},
 		{"NeverClosingTwoHolders", func(m *Model, s *State) bool {
 			for ss, c := range s.Claim {
 				if c.St == StClosing && bits.OnesCount64(s.Holders[ss]) >= 2 {
@@ -103,6 +111,33 @@ func init() {
 			i := m.ix(l.R, l.S)
 			e, c := s.Cache[i], s.Claim[l.S]
 			return !(t.Lease[i].N > s.Lease[i].N && e.St == StBound && !(c.St != StNone && c.Target == e.Target))
+		}},
+		{"NeverConcurrentMoves", func(m *Model, s *State, l Label, t *State) bool {
+			if l.Act != ActMove {
+				return true
+			}
+			from := s.Cache[m.ix(l.R, l.S)].Rev
+			for _, mv := range s.Moves[l.S] {
+				if mv.From == from {
+					return false
+				}
+			}
+			return true
+		}},
+		{"NeverMoveSeenByOther", func(m *Model, s *State, l Label, t *State) bool {
+			if l.Act != ActReceive || s.Chan[l.R][0].Reset {
+				return true
+			}
+			ev := s.Chan[l.R][0]
+			if e := s.Cache[m.ix(l.R, ev.S)]; !e.St.claimed() || e.Rev != ev.Rev {
+				return true
+			}
+			for _, mv := range s.Moves[ev.S] {
+				if mv.From == ev.Rev {
+					return false
+				}
+			}
+			return true
 		}},
 		{"NeverRequarantine", func(m *Model, s *State, l Label, t *State) bool {
 			for ss, c := range s.Claim {

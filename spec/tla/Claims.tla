@@ -11,7 +11,9 @@
 (* serving cached sessions, places new ones locally as unclaimed, and      *)
 (* reconciles them when the store returns: first writer wins). An idle     *)
 (* claim expires (time abstracted: Expire is enabled when no replica holds *)
-(* it). Worker generations are shared (they come from the store).          *)
+(* it). Worker generations are shared (they come from the store). A       *)
+(* replica may move a session: rewrite its claim to another target, fenced *)
+(* by the revision it routes from (Move).                                  *)
 (*                                                                         *)
 (* The Go model in model/claims mirrors this module action for action,     *)
 (* with the same names; its tests compare the two state spaces.            *)
@@ -24,7 +26,10 @@
 (* was dispatched under, so a second ambiguous outcome under the same      *)
 (* revision (another replica's attempt) changes nothing here: the store   *)
 (* refuses it, and its replica's local quarantine is not modelled          *)
-(* (docs/claims.md, guarantee 4).                                          *)
+(* (docs/claims.md, guarantee 4); a move's target is always registered    *)
+(* (the store's ErrUnknownWorker is not modelled), and a replica asks a    *)
+(* move from any claim it caches (the store refuses all but a current      *)
+(* Bound one), never to the cached target itself.                          *)
 (***************************************************************************)
 EXTENDS Naturals, FiniteSets, Sequences
 
@@ -39,13 +44,16 @@ CONSTANTS
     MaxGen,      \* a worker's generation ranges over 1..MaxGen
     MaxLeases,   \* local leases (requests in flight) per replica and session
     MaxChan,     \* a watch channel buffers at most MaxChan events (then: Reset)
-    MaxFaults    \* faults per behaviour: crashes, disconnections, drops, duplicates, generation bumps
+    MaxFaults,   \* faults per behaviour: crashes, disconnections, drops, duplicates, generation bumps
+    MaxMoves     \* moves asked per behaviour (a refused one too)
 
 ASSUME /\ MaxRev \in Nat /\ MaxGen \in Nat \ {0}
        /\ MaxLeases \in Nat \ {0} /\ MaxChan \in Nat \ {0} /\ MaxFaults \in Nat
+       /\ MaxMoves \in Nat
 
 VARIABLES
     faults,   \* faults injected so far (bounded by MaxFaults: see Did)
+    nmoves,   \* moves asked so far (bounded by MaxMoves: see Did)
     rev,      \* the store's revision: the last claim revision written
     gen,      \* worker -> its current generation (shared by every replica)
     claim,    \* session -> its claim in the store (st "None": no claim)
@@ -56,15 +64,17 @@ VARIABLES
     chan,     \* replica -> its watch channel: Delete and Reset events not yet processed
     ended,    \* ghost: session -> the revisions of its claim that ended
     lineage,  \* ghost: session -> the revision that began its claim's lineage (0: no claim)
+    moves,    \* ghost: session -> the moves made: <<from, to>>, the revision the mover routed from and the one it wrote
     step      \* ghost: the label of the step just taken (see Next)
 
-vars == <<faults, rev, gen, claim, holders, up, cache, lease, chan>>
-(* The ghost `step` is set in Next, outside every action, and `ended` and *)
-(* `lineage` by TrackEnded and TrackLineage, definitions of their own: a   *)
-(* broken variant of an action cannot move them. `View` leaves `step`     *)
-(* out, so TLC and the Go model count the same states.                     *)
-allvars == <<vars, ended, lineage, step>>
-View == <<vars, ended, lineage>>
+vars == <<faults, nmoves, rev, gen, claim, holders, up, cache, lease, chan>>
+(* The ghost `step` is set in Next, outside every action, and `ended`,    *)
+(* `lineage` and `moves` by TrackEnded, TrackLineage and TrackMoves,       *)
+(* definitions of their own: a broken variant of an action cannot move     *)
+(* them. `View` leaves `step` out, so TLC and the Go model count the same  *)
+(* states.                                                                 *)
+allvars == <<vars, ended, lineage, moves, step>>
+View == <<vars, ended, lineage, moves>>
 
 ClaimStates == {"Bound", "Quarantined", "Closing"}
 Resolutions == {"Accepted", "NotAccepted"}
@@ -112,6 +122,7 @@ Label(act, r, s, w, a, o) == [act |-> act, r |-> r, s |-> s, w |-> w, a |-> a, o
 
 Init ==
     /\ faults = 0
+    /\ nmoves = 0
     /\ rev = 0
     /\ gen = [w \in Workers |-> 1]
     /\ claim = [s \in Sessions |-> NoClaim]
@@ -122,6 +133,7 @@ Init ==
     /\ chan = [r \in Replicas |-> <<>>]
     /\ ended = [s \in Sessions |-> {}]
     /\ lineage = [s \in Sessions |-> 0]
+    /\ moves = [s \in Sessions |-> {}]
     /\ step = Label("Init", NoReplica, NoSession, NoWorker, 0, "None")
 
 -----------------------------------------------------------------------------
@@ -148,6 +160,33 @@ PlaceLocal(r, s, w) ==
     /\ ~up[r] /\ NeedsClaim(cache[r][s])
     /\ cache' = [cache EXCEPT ![r][s] = [st |-> "Unclaimed", rev |-> 0, target |-> w, gen |-> gen[w]]]
     /\ UNCHANGED <<rev, gen, claim, holders, up, lease, chan>>
+
+(* Move(r, s, w): r moves s to another target w (a soft-mode pin that    *)
+(* disagrees, a refused later turn, a failed worker, a follow): it asks    *)
+(* the store to rewrite the claim it caches (claims.Store.Move), fenced by *)
+(* that revision. Only that revision, current and Bound, moves: it is      *)
+(* written as a new lineage on w under w's generation, and the old         *)
+(* revision ends as every ended revision does (its Delete to every         *)
+(* replica caching it), and with it its lineage's holds (requests in       *)
+(* flight on the old target finish unheld). r then caches the new          *)
+(* revision. Refused (the revision moved on, or the claim is Quarantined   *)
+(* or Closing), the store changes nothing and the refusal carries the      *)
+(* current claim, which r caches (no claim: r caches nothing): the loser   *)
+(* of two concurrent moves learns the winner's target.                     *)
+Move(r, s, w) ==
+    LET e == cache[r][s]
+        c == claim[s] IN
+    /\ up[r] /\ e.st \in ClaimStates /\ w # e.target
+    /\ IF c.st = "Bound" /\ c.rev = e.rev
+       THEN /\ rev < MaxRev
+            /\ claim' = [claim EXCEPT ![s] = NewClaim(w)]
+            /\ rev' = rev + 1
+            /\ holders' = [holders EXCEPT ![s] = {}]
+            /\ cache' = [cache EXCEPT ![r][s] = Entry(NewClaim(w))]
+            /\ Publish(s, c.rev)
+       ELSE /\ cache' = [cache EXCEPT ![r][s] = IF c.st = "None" THEN NoEntry ELSE Entry(c)]
+            /\ UNCHANGED <<rev, claim, holders, chan>>
+    /\ UNCHANGED <<gen, up, lease>>
 
 (* Route(r, s): a turn of s on r dispatches to the cached target and takes *)
 (* a local lease. The first local lease of a claimed session holds the     *)
@@ -350,20 +389,25 @@ Crash(r) ==
 
 (* Each disjunct takes one action and records its label in `step`. A     *)
 (* fault (a crash, a lost connection, a dropped or duplicated event, a    *)
-(* worker's restart) counts against the budget MaxFaults, here, outside   *)
-(* every action, so a broken variant cannot change the accounting.       *)
+(* worker's restart) counts against the budget MaxFaults, and a move (a  *)
+(* refused one too) against MaxMoves, here, outside every action, so a     *)
+(* broken variant cannot change the accounting.                           *)
 FaultActions == {"BumpGeneration", "Duplicate", "Drop", "Disconnect", "Crash"}
 Did(act, r, s, w, a, o) ==
     /\ step' = Label(act, r, s, w, a, o)
     /\ IF act \in FaultActions
        THEN faults < MaxFaults /\ faults' = faults + 1
        ELSE UNCHANGED faults
+    /\ IF act = "Move"
+       THEN nmoves < MaxMoves /\ nmoves' = nmoves + 1
+       ELSE UNCHANGED nmoves
 OnRS(act, r, s) == Did(act, r, s, NoWorker, 0, "None")
 OnR(act, r) == Did(act, r, NoSession, NoWorker, 0, "None")
 
 Next ==
     \/ \E r \in Replicas, s \in Sessions, w \in Workers : Claim(r, s, w) /\ Did("Claim", r, s, w, 0, "None")
     \/ \E r \in Replicas, s \in Sessions, w \in Workers : PlaceLocal(r, s, w) /\ Did("PlaceLocal", r, s, w, 0, "None")
+    \/ \E r \in Replicas, s \in Sessions, w \in Workers : Move(r, s, w) /\ Did("Move", r, s, w, 0, "None")
     \/ \E r \in Replicas, s \in Sessions : Route(r, s) /\ OnRS("Route", r, s)
     \/ \E r \in Replicas, s \in Sessions : Release(r, s) /\ OnRS("Release", r, s)
     \/ \E r \in Replicas, s \in Sessions : Ambiguous(r, s) /\ OnRS("Ambiguous", r, s)
@@ -401,6 +445,16 @@ TrackLineage ==
                        THEN claim'[s].rev
                        ELSE lineage[s]]
 
+(* moves: a step labelled Move that changes the session's claim records   *)
+(* the move as <<from, to>>: the revision the mover routed from (its       *)
+(* cache before the step) and the revision the store now has. It reads the *)
+(* label, the cache and the claim, never the action's fence.               *)
+TrackMoves ==
+    moves' = [s \in Sessions |->
+                IF step'.act = "Move" /\ step'.s = s /\ claim'[s] # claim[s] /\ claim'[s].st # "None"
+                THEN moves[s] \cup {<<cache[step'.r][s].rev, claim'[s].rev>>}
+                ELSE moves[s]]
+
 (* Fairness: a replica processes its watch events, reconciles its         *)
 (* unclaimed placements once it reaches the store, and re-reads a cached   *)
 (* claim whose worker's generation moved on (Reclaim: its next turn's     *)
@@ -417,7 +471,7 @@ Fairness ==
               /\ WF_vars(Reconcile(r, s) /\ OnRS("Reconcile", r, s))
               /\ WF_vars(Reclaim(r, s))
 
-Spec == Init /\ [][Next /\ TrackEnded /\ TrackLineage]_allvars /\ Fairness
+Spec == Init /\ [][Next /\ TrackEnded /\ TrackLineage /\ TrackMoves]_allvars /\ Fairness
 
 -----------------------------------------------------------------------------
 (* What the guarantees promise is said with these definitions, the ghosts  *)
@@ -451,6 +505,7 @@ Dispatches(r, s) == lease'[r][s].n > lease[r][s].n
 
 TypeOK ==
     /\ faults \in 0..MaxFaults
+    /\ nmoves \in 0..MaxMoves
     /\ rev \in 0..MaxRev
     /\ gen \in [Workers -> 1..MaxGen]
     /\ \A s \in Sessions :
@@ -459,6 +514,7 @@ TypeOK ==
          /\ holders[s] \subseteq Replicas
          /\ ended[s] \subseteq 1..rev
          /\ lineage[s] \in 0..rev
+         /\ moves[s] \subseteq (1..rev) \X (1..rev)
     /\ up \in [Replicas -> BOOLEAN]
     /\ \A r \in Replicas :
          /\ Len(chan[r]) <= MaxChan
@@ -520,6 +576,24 @@ CachedClaimsCurrent ==
             \/ /\ cache[r][s].rev \in ended[s]
                /\ EndNotYetSeen(r, s, cache[r][s].rev)
 
+(* M. Moves. Once a rewrite of a session's claim (a move, or any other    *)
+(* end of a revision) is visible to a replica, no two connected replicas  *)
+(* route the session to different targets: of two that route it from      *)
+(* their caches to different targets, one routes from a revision that     *)
+(* ended and has not yet processed its end (its Delete, or a Reset): the  *)
+(* routing window of 1, and nothing beyond it.                             *)
+OneTargetOnceSeen ==
+    \A s \in Sessions, r1, r2 \in Replicas :
+        (/\ up[r1] /\ up[r2] /\ RoutesFromCache(r1, s) /\ RoutesFromCache(r2, s)
+         /\ cache[r1][s].target # cache[r2][s].target) =>
+            \E r \in {r1, r2} : cache[r][s].rev \in ended[s] /\ EndNotYetSeen(r, s, cache[r][s].rev)
+
+(* M. The first of two concurrent moves wins: each revision has at most   *)
+(* one successor by a move (the ghost moves: a second move from a         *)
+(* revision another move already ended would overwrite the winner).        *)
+FirstMoveWins ==
+    \A s \in Sessions : \A m1, m2 \in moves[s] : m1[1] = m2[1] => m1 = m2
+
 -----------------------------------------------------------------------------
 (* Action properties.                                                      *)
 
@@ -546,10 +620,11 @@ NoCloseUnderOthersLeases ==
 
 (* First writer wins. A current claim keeps its target and generation for *)
 (* as long as it exists: only a claim that is absent or stale is replaced  *)
-(* by another placement (CreateOrGet, and the store-down reconcile).       *)
+(* by another placement (CreateOrGet, and the store-down reconcile), or a  *)
+(* move rewrites it (a move has rules of its own: FirstMoveWins).          *)
 FirstWriterWins ==
     [][\A s \in Sessions :
-          (ClaimCurrent(s) /\ claim'[s].st # "None") =>
+          (ClaimCurrent(s) /\ claim'[s].st # "None" /\ ~(step'.act = "Move" /\ step'.s = s)) =>
               claim'[s].target = claim[s].target /\ claim'[s].gen = claim[s].gen]_allvars
 
 (* A. Dispatches are safe (a step property: a state cannot tell a good    *)
@@ -593,15 +668,17 @@ QuarantineLifecycle ==
                 \/ gen[claim[s].target] # claim[s].gen]_allvars
 
 (* C. Lineages begin only by CreateOrGet (Claim, or the store-down        *)
-(* reconcile) where the session has no claim or a stale one: a rewrite    *)
-(* (a quarantine, a resolve, a deferred close, a touch) never begins one, *)
-(* and nothing writes a deleted claim back. Measured with the ghost       *)
+(* reconcile) where the session has no claim or a stale one, or by a move  *)
+(* of a Bound claim: a rewrite (a quarantine, a resolve, a deferred close, *)
+(* a touch) never begins one, nothing writes a deleted claim back, and no  *)
+(* move begins one over a quarantine or a close. Measured with the ghost   *)
 (* lineage, not the claim's `born`.                                        *)
 LineagesBeginByCreate ==
     [][\A s \in Sessions :
           (claim'[s].st # "None" /\ lineage'[s] # lineage[s]) =>
-              /\ step'.act \in {"Claim", "Reconcile"} /\ step'.s = s
-              /\ (claim[s].st = "None" \/ gen[claim[s].target] # claim[s].gen)]_allvars
+              \/ /\ step'.act \in {"Claim", "Reconcile"} /\ step'.s = s
+                 /\ (claim[s].st = "None" \/ gen[claim[s].target] # claim[s].gen)
+              \/ step'.act = "Move" /\ step'.s = s /\ claim[s].st = "Bound"]_allvars
 
 (* G. Liveness, under Fairness. Each says that a situation that must end   *)
 (* does end (P ~> ~P, the core's form). The premises leave out what the   *)

@@ -395,6 +395,55 @@ BugClaimIgnoresStale(r, s, w) ==
             /\ UNCHANGED <<rev, claim, holders, chan>>
     /\ UNCHANGED <<gen, up, lease>>
 
+(* M. A move is not fenced by revision: a replica routing from a revision *)
+(* another replica moved meanwhile rewrites the winner's claim.            *)
+BugUnfencedMove(r, s, w) ==
+    LET e == cache[r][s]
+        c == claim[s] IN
+    /\ up[r] /\ e.st \in ClaimStates /\ w # e.target
+    /\ IF c.st = "Bound"                                      \* BUG: no c.rev = e.rev
+       THEN /\ rev < MaxRev
+            /\ claim' = [claim EXCEPT ![s] = NewClaim(w)]
+            /\ rev' = rev + 1
+            /\ holders' = [holders EXCEPT ![s] = {}]
+            /\ cache' = [cache EXCEPT ![r][s] = Entry(NewClaim(w))]
+            /\ Publish(s, c.rev)
+       ELSE /\ cache' = [cache EXCEPT ![r][s] = IF c.st = "None" THEN NoEntry ELSE Entry(c)]
+            /\ UNCHANGED <<rev, claim, holders, chan>>
+    /\ UNCHANGED <<gen, up, lease>>
+
+(* M. A move is fenced by revision only: a quarantined (or closing) claim  *)
+(* the replica caches is rewritten, lifting the quarantine with no settle. *)
+BugMoveOverQuarantine(r, s, w) ==
+    LET e == cache[r][s]
+        c == claim[s] IN
+    /\ up[r] /\ e.st \in ClaimStates /\ w # e.target
+    /\ IF c.st # "None" /\ c.rev = e.rev                      \* BUG: not c.st = "Bound"
+       THEN /\ rev < MaxRev
+            /\ claim' = [claim EXCEPT ![s] = NewClaim(w)]
+            /\ rev' = rev + 1
+            /\ holders' = [holders EXCEPT ![s] = {}]
+            /\ cache' = [cache EXCEPT ![r][s] = Entry(NewClaim(w))]
+            /\ Publish(s, c.rev)
+       ELSE /\ cache' = [cache EXCEPT ![r][s] = IF c.st = "None" THEN NoEntry ELSE Entry(c)]
+            /\ UNCHANGED <<rev, claim, holders, chan>>
+    /\ UNCHANGED <<gen, up, lease>>
+
+(* M. A replica keeps serving its cached revision after its Delete reached *)
+(* it while it has requests in flight on it (its binding outlives the      *)
+(* cache): after a move it routes the session to the old target.          *)
+BugMoveKeepsCache(r) ==
+    /\ chan[r] # <<>>
+    /\ LET ev == Head(chan[r]) IN
+       cache' = [cache EXCEPT ![r] = [s \in Sessions |->
+           IF ev.kind = "Reset"
+           THEN IF cache[r][s].st = "Unclaimed" THEN cache[r][s] ELSE NoEntry
+           ELSE IF s = ev.s /\ cache[r][s].st \in ClaimStates /\ cache[r][s].rev = ev.rev
+                   /\ lease[r][s].n = 0                       \* BUG: kept while in flight
+                THEN NoEntry ELSE cache[r][s]]]
+    /\ chan' = [chan EXCEPT ![r] = Tail(@)]
+    /\ UNCHANGED <<rev, gen, claim, holders, up, lease>>
+
 -----------------------------------------------------------------------------
 (* Witnesses. Each says that an interesting situation never happens; its   *)
 (* MCClaimsWitness*.cfg must report it violated, which shows that the      *)
@@ -464,4 +513,22 @@ NeverReholdRewritten ==
          /\ \E s \in Sessions : /\ lease[step'.r][s].n > 0 /\ claim[s].st = "Bound"
                                 /\ lease[step'.r][s].rev >= lineage[s]
                                 /\ lease[step'.r][s].rev # claim[s].rev)]_allvars
+
+(* A move rewrites a session's claim to another target.                   *)
+NeverMove == \A s \in Sessions : moves[s] = {}
+
+(* Two concurrent moves from one revision: a move is asked from a         *)
+(* revision another move already ended (the store refuses it: the first   *)
+(* wins, and the loser learns the winner's claim).                         *)
+NeverConcurrentMoves ==
+    [][~(/\ step'.act = "Move"
+         /\ \E m \in moves[step'.s] : m[1] = cache[step'.r][step'.s].rev)]_allvars
+
+(* A move seen by the other replica: it processes the Delete of the        *)
+(* revision a move ended, which it caches.                                 *)
+NeverMoveSeenByOther ==
+    [][~(/\ step'.act = "Receive" /\ Head(chan[step'.r]).kind = "Delete"
+         /\ cache[step'.r][Head(chan[step'.r]).s].st \in ClaimStates
+         /\ cache[step'.r][Head(chan[step'.r]).s].rev = Head(chan[step'.r]).rev
+         /\ \E m \in moves[Head(chan[step'.r]).s] : m[1] = Head(chan[step'.r]).rev)]_allvars
 =============================================================================
