@@ -8,7 +8,7 @@ import "fmt"
 // it before they reach the store: such a call changes nothing.
 type ArgumentError struct {
 	// Op is the operation: "create-or-get", "get", "hold", "unhold",
-	// "close", "quarantine", "resolve", "touch", "register",
+	// "close", "quarantine", "resolve", "move", "touch", "register",
 	// "deregister", "replica-id", "hold-lineage", or a backend's own
 	// (such as "open").
 	Op string
@@ -76,6 +76,20 @@ func CheckQuarantine(key string, rev, gen int64) error {
 // generation (any attempt id is accepted).
 func CheckResolve(key string, gen int64) error {
 	return check("resolve", keyArg(key), genArg(gen))
+}
+
+// CheckMove checks Move's arguments: a key, a positive revision and a
+// target with a worker and, when it has a rank, a rank that is not
+// negative. (An unknown worker is the store's to judge:
+// ErrUnknownWorker.)
+func CheckMove(key string, rev int64, target Target) error {
+	if err := check("move", keyArg(key), revArg(rev), workerArg(target.Worker)); err != nil {
+		return err
+	}
+	if target.HasRank && target.Rank < 0 {
+		return &ArgumentError{Op: "move", What: fmt.Sprintf("negative rank in target %v", target)}
+	}
+	return nil
 }
 
 // CheckTouch checks Touch's arguments: a key and a positive revision.

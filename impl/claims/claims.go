@@ -71,7 +71,8 @@ type Claim struct {
 	// claim.
 	Rev int64
 	// Born is the revision that created the claim's lineage: the Rev of
-	// the CreateOrGet that wrote it (also one replacing a stale claim).
+	// the CreateOrGet that wrote it (also one replacing a stale claim), or
+	// of the Move that did.
 	// Every rewrite of one lineage (Quarantine, Resolve accepted, a
 	// deferred Close) keeps it and the target, so Born <= Rev, and Born
 	// == Rev for a claim just created. Touch and HoldLineage accept any
@@ -197,7 +198,8 @@ type Store interface {
 	// of a replica that stops (its session with the store ends) vanish.
 	// Holds belong to the claim's lineage: they survive its rewrites
 	// (Quarantine, Resolve accepted, a deferred Close) and end when it is
-	// deleted, expires or is replaced as stale by CreateOrGet. A replica
+	// deleted, expires, is replaced as stale by CreateOrGet or is moved
+	// (Move starts a new lineage). A replica
 	// holding again after a reconnect, by the revision its leases are on,
 	// uses HoldLineage, which accepts any revision of the lineage.
 	Hold(ctx context.Context, key string, rev int64, replica string) error
@@ -224,6 +226,30 @@ type Store interface {
 	// writes the claim Bound again (a new revision of the same lineage,
 	// returned with ok true), not accepted deletes it.
 	Resolve(ctx context.Context, key string, attempt uint64, gen int64, accepted bool) (c Claim, ok bool, err error)
+	// Move rewrites key's claim from revision rev to target, under the
+	// target worker's current generation: a new lineage (the returned
+	// claim is Bound, with Born == Rev, a new revision), fenced by rev.
+	// Only a current Bound claim moves. The old revision ends as every
+	// ended revision does (a Delete event for rev, so every replica's
+	// cache of it is evicted), and with it its lineage's holds: a
+	// replica with requests in flight on the old target re-holds
+	// nothing (Hold, HoldLineage and Touch by a revision of the old
+	// lineage are ErrClaimMoved, a Close by one is CloseStale); those
+	// requests finish unheld, as after a stale claim's replacement.
+	// Errors, each changing nothing:
+	//   - ErrClaimMoved unless rev is current: a *MoveError carrying the
+	//     current claim, if any, so the loser of two concurrent moves
+	//     from one revision (the first wins) learns the winner's target
+	//     with no second read;
+	//   - ErrNotBound when the claim at rev is Quarantined or Closing: a
+	//     *MoveError with Current set (a quarantine is settled by
+	//     Resolve, a closing claim by its last Unhold, never by a move);
+	//   - ErrUnknownWorker when target's worker is not registered;
+	//   - ErrUnavailable as every write (the move may or may not have
+	//     happened: settle it by Get).
+	// A move to the claim's own target and generation is still a rewrite
+	// (a new revision and lineage): callers don't make one.
+	Move(ctx context.Context, key string, rev int64, target Target) (Claim, error)
 	// Touch restarts key's idle expiry (IdleTTL) if rev is a revision of
 	// the current claim's lineage (Born <= rev <= Rev; ErrClaimMoved
 	// otherwise): unlike Hold, Touch fences no dispatch, and a replica
@@ -304,6 +330,9 @@ var (
 	ErrFenced = errors.New("claims: fenced")
 	// ErrUnknownWorker: a proposal names a worker that is not registered.
 	ErrUnknownWorker = errors.New("claims: unknown worker")
+	// ErrNotBound: a Move's revision is current but the claim is not
+	// Bound (it is Quarantined or Closing); a *MoveError says which.
+	ErrNotBound = errors.New("claims: claim is not bound")
 	// ErrClosed: the store was closed.
 	ErrClosed = errors.New("claims: store closed")
 	// ErrInvalidArgument: an empty key, worker or replica name, a
@@ -341,6 +370,47 @@ func (e *FencedError) Error() string {
 
 // Is makes errors.Is(err, ErrFenced) true.
 func (e *FencedError) Is(target error) bool { return target == ErrFenced }
+
+// MoveError is a Move refused by the claim it found: errors.Is(err,
+// ErrClaimMoved) when Rev is not the current revision (no claim, or
+// another revision: the first of two concurrent moves from one revision
+// wins, and the loser finds the winner's claim in Current), and
+// errors.Is(err, ErrNotBound) when Rev is current but the claim is
+// Quarantined or Closing.
+type MoveError struct {
+	// Key, Rev and Target are the Move's arguments.
+	Key    string
+	Rev    int64
+	Target Target
+	// Current is the claim found, if any (Found).
+	Current Claim
+	Found   bool
+}
+
+// NotBound reports whether e is ErrNotBound: the revision moved from is
+// current, and the claim is not Bound.
+func (e *MoveError) NotBound() bool { return e.Found && e.Current.Rev == e.Rev }
+
+// Error describes e.
+func (e *MoveError) Error() string {
+	switch {
+	case !e.Found:
+		return fmt.Sprintf("claims: move of %q rev %d to %v: no claim: %v", e.Key, e.Rev, e.Target, ErrClaimMoved)
+	case e.NotBound():
+		return fmt.Sprintf("claims: move of %q rev %d to %v: the claim is %s: %v", e.Key, e.Rev, e.Target, e.Current.State, ErrNotBound)
+	}
+	return fmt.Sprintf("claims: move of %q rev %d to %v: current rev is %d (%s to %v): %v",
+		e.Key, e.Rev, e.Target, e.Current.Rev, e.Current.State, e.Current.Target, ErrClaimMoved)
+}
+
+// Is makes errors.Is(err, ErrNotBound) true when e.NotBound(), and
+// errors.Is(err, ErrClaimMoved) true otherwise.
+func (e *MoveError) Is(target error) bool {
+	if e.NotBound() {
+		return target == ErrNotBound
+	}
+	return target == ErrClaimMoved
+}
 
 // UnavailableError wraps a backend's error when the store could not be
 // reached.

@@ -87,3 +87,41 @@ func TestFencedErrorStale(t *testing.T) {
 	require.Contains(t, e.Error(), "stale")
 	require.Contains(t, e.Error(), `"w"`)
 }
+
+// A *MoveError is ErrClaimMoved when the revision moved from is not
+// current (no claim, or another revision) and ErrNotBound when it is
+// current but the claim is not Bound; never both.
+func TestMoveError(t *testing.T) {
+	to := claims.Target{Worker: "w1"}
+	for _, tc := range []struct {
+		name string
+		me   *claims.MoveError
+		is   error
+		text string
+	}{
+		{"no claim", &claims.MoveError{Key: "s", Rev: 4, Target: to}, claims.ErrClaimMoved,
+			`claims: move of "s" rev 4 to w1: no claim: claims: claim revision is not current`},
+		{"another revision", &claims.MoveError{Key: "s", Rev: 4, Target: to, Found: true,
+			Current: claims.Claim{Key: "s", Rev: 7, Born: 7, Target: claims.Target{Worker: "w2"}, State: claims.Bound}}, claims.ErrClaimMoved,
+			`claims: move of "s" rev 4 to w1: current rev is 7 (bound to w2): claims: claim revision is not current`},
+		{"quarantined", &claims.MoveError{Key: "s", Rev: 4, Target: to, Found: true,
+			Current: claims.Claim{Key: "s", Rev: 4, State: claims.Quarantined}}, claims.ErrNotBound,
+			`claims: move of "s" rev 4 to w1: the claim is quarantined: claims: claim is not bound`},
+		{"closing", &claims.MoveError{Key: "s", Rev: 4, Target: to, Found: true,
+			Current: claims.Claim{Key: "s", Rev: 4, State: claims.Closing}}, claims.ErrNotBound,
+			`claims: move of "s" rev 4 to w1: the claim is closing: claims: claim is not bound`},
+	} {
+		err := fmt.Errorf("wrapped: %w", tc.me)
+		require.ErrorIs(t, err, tc.is, tc.name)
+		other := claims.ErrNotBound
+		if tc.is == claims.ErrNotBound {
+			other = claims.ErrClaimMoved
+		}
+		require.NotErrorIs(t, err, other, tc.name)
+		require.Equal(t, tc.is == claims.ErrNotBound, tc.me.NotBound(), tc.name)
+		var got *claims.MoveError
+		require.ErrorAs(t, err, &got, tc.name)
+		require.Same(t, tc.me, got, tc.name)
+		require.Equal(t, tc.text, tc.me.Error(), tc.name)
+	}
+}

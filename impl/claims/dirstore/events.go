@@ -288,15 +288,15 @@ func (w *watcher) apply(line []byte) string {
 	w.expect++
 	switch r.Op {
 	case opClaim:
-		w.view[r.Key] = r.Rev
+		w.view[string(r.Key)] = r.Rev
 	case opDelete:
-		delete(w.view, r.Key)
+		delete(w.view, string(r.Key))
 	case opMember:
-		w.s.broadcast(claims.Event{Kind: claims.MembersChanged, Key: r.Key, Rev: r.Rev})
+		w.s.broadcast(claims.Event{Kind: claims.MembersChanged, Key: string(r.Key), Rev: r.Rev})
 		return ""
 	}
 	if r.Ended > 0 {
-		w.s.broadcast(claims.Event{Kind: claims.Delete, Key: r.Key, Rev: r.Ended})
+		w.s.broadcast(claims.Event{Kind: claims.Delete, Key: string(r.Key), Rev: r.Ended})
 	}
 	return ""
 }
@@ -385,7 +385,7 @@ func (w *watcher) scan() (map[string]int64, error) {
 			return nil, err
 		}
 		if ok {
-			view[c.Key] = c.Rev
+			view[string(c.Key)] = c.Rev
 		}
 	}
 	return view, nil

@@ -19,6 +19,7 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+	"unicode/utf8"
 
 	"github.com/placementlab/placement/impl/claims"
 )
@@ -38,9 +39,48 @@ func encode(s string) string {
 	return "h" + hex.EncodeToString(sum[:])
 }
 
+// rawKey is a key (or worker name) as the files and the journal hold it:
+// any bytes. A key that is valid UTF-8 is a JSON string, as files written
+// before rawKey have it; any other is {"b64": its standard base64}, since
+// encoding/json would replace its invalid bytes with U+FFFD (a key the
+// store then could not find again: the affinity layer's keys are raw
+// digest bytes).
+type rawKey string
+
+// MarshalJSON writes k as a string, or {"b64": ...} when it is not UTF-8.
+func (k rawKey) MarshalJSON() ([]byte, error) {
+	if utf8.ValidString(string(k)) {
+		return json.Marshal(string(k))
+	}
+	return json.Marshal(struct {
+		B64 string `json:"b64"`
+	}{base64.StdEncoding.EncodeToString([]byte(k))})
+}
+
+// UnmarshalJSON reads either form MarshalJSON writes.
+func (k *rawKey) UnmarshalJSON(b []byte) error {
+	var s string
+	if err := json.Unmarshal(b, &s); err == nil {
+		*k = rawKey(s)
+		return nil
+	}
+	var o struct {
+		B64 *string `json:"b64"`
+	}
+	if err := json.Unmarshal(b, &o); err != nil || o.B64 == nil {
+		return fmt.Errorf("dirstore: a key is a JSON string or {\"b64\": ...}, not %s", b)
+	}
+	raw, err := base64.StdEncoding.DecodeString(*o.B64)
+	if err != nil {
+		return fmt.Errorf("dirstore: key: %w", err)
+	}
+	*k = rawKey(raw)
+	return nil
+}
+
 // claimFile is a claim as stored.
 type claimFile struct {
-	Key      string       `json:"key"`
+	Key      rawKey       `json:"key"`
 	Rev      int64        `json:"rev"`
 	Born     int64        `json:"born,omitempty"` // the lineage's first revision; absent (older files): Rev
 	Worker   string       `json:"worker"`
@@ -58,14 +98,14 @@ func (f *claimFile) claim() claims.Claim {
 		born = f.Rev
 	}
 	return claims.Claim{
-		Key: f.Key, Rev: f.Rev, Born: born, Gen: f.Gen, State: f.State, Attempt: f.Attempt,
+		Key: string(f.Key), Rev: f.Rev, Born: born, Gen: f.Gen, State: f.State, Attempt: f.Attempt,
 		Target: claims.Target{Worker: f.Worker, Rank: f.Rank, HasRank: f.HasRank},
 	}
 }
 
 func fromClaim(c claims.Claim) claimFile {
 	return claimFile{
-		Key: c.Key, Rev: c.Rev, Born: c.Born, Gen: c.Gen, State: c.State, Attempt: c.Attempt,
+		Key: rawKey(c.Key), Rev: c.Rev, Born: c.Born, Gen: c.Gen, State: c.State, Attempt: c.Attempt,
 		Worker: c.Target.Worker, Rank: c.Target.Rank, HasRank: c.Target.HasRank,
 	}
 }
@@ -84,7 +124,7 @@ type memberFile struct {
 type record struct {
 	Rev   int64  `json:"rev"`
 	Op    string `json:"op"`
-	Key   string `json:"key"`
+	Key   rawKey `json:"key"`
 	Ended int64  `json:"ended,omitempty"`
 }
 

@@ -364,7 +364,7 @@ func (t *tx) claim(key string) (*claimFile, error) {
 	if err != nil || !ok {
 		return nil, err
 	}
-	if c.Key != key {
+	if string(c.Key) != key {
 		return nil, fmt.Errorf("dirstore: claim file of %q holds key %q", key, c.Key)
 	}
 	if t.now >= c.Deadline {
@@ -394,7 +394,7 @@ func (t *tx) writeClaim(c claims.Claim, prev int64) (claims.Claim, error) {
 	if err := writeAtomic(t.s.path("claims", encode(c.Key)), data); err != nil {
 		return claims.Claim{}, err
 	}
-	return c, t.journal(record{Rev: rev, Op: opClaim, Key: c.Key, Ended: prev})
+	return c, t.journal(record{Rev: rev, Op: opClaim, Key: rawKey(c.Key), Ended: prev})
 }
 
 // deleteClaim deletes c and its lineage's holds.
@@ -403,10 +403,10 @@ func (t *tx) deleteClaim(c *claimFile) error {
 	if err != nil {
 		return err
 	}
-	if err := os.Remove(t.s.path("claims", encode(c.Key))); err != nil && !errors.Is(err, fs.ErrNotExist) {
+	if err := os.Remove(t.s.path("claims", encode(string(c.Key)))); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return err
 	}
-	if err := t.dropHolds(c.Key); err != nil {
+	if err := t.dropHolds(string(c.Key)); err != nil {
 		return err
 	}
 	return t.journal(record{Rev: rev, Op: opDelete, Key: c.Key, Ended: c.Rev})
@@ -480,7 +480,7 @@ func (t *tx) closeIfReleased(c *claimFile) error {
 	if c.State != claims.Closing {
 		return nil
 	}
-	live, err := t.liveHolders(c.Key)
+	live, err := t.liveHolders(string(c.Key))
 	if err != nil || len(live) > 0 {
 		return err
 	}
@@ -512,7 +512,7 @@ func (t *tx) removeMember(worker string) error {
 	if err := os.Remove(t.s.path("members", encode(worker))); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return err
 	}
-	return t.journal(record{Rev: rev, Op: opMember, Key: worker})
+	return t.journal(record{Rev: rev, Op: opMember, Key: rawKey(worker)})
 }
 
 // stale reports whether c's worker is gone or has another generation.
@@ -789,6 +789,44 @@ func (s *Store) Resolve(ctx context.Context, key string, attempt uint64, gen int
 	return out, ok, err
 }
 
+// Move implements claims.Store: under the directory's lock, the claim is
+// read and checked (current at rev, Bound), the target's registration
+// read, the old lineage's holds dropped and the new lineage written (the
+// journal records the end of rev: every stream's Delete event).
+func (s *Store) Move(ctx context.Context, key string, rev int64, target claims.Target) (claims.Claim, error) {
+	const op = "move"
+	if err := claims.CheckMove(key, rev, target); err != nil {
+		return claims.Claim{}, err
+	}
+	var out claims.Claim
+	err := s.run(ctx, op, func(t *tx) error {
+		c, err := t.claim(key)
+		if err != nil {
+			return t.fail(err)
+		}
+		switch {
+		case c == nil:
+			return &claims.MoveError{Key: key, Rev: rev, Target: target}
+		case c.Rev != rev, c.State != claims.Bound:
+			return &claims.MoveError{Key: key, Rev: rev, Target: target, Current: c.claim(), Found: true}
+		}
+		m, err := t.member(target.Worker)
+		if err != nil {
+			return t.fail(err)
+		}
+		if m == nil {
+			return fmt.Errorf("dirstore: %s %q rev %d: target worker %q: %w", op, key, rev, target.Worker, claims.ErrUnknownWorker)
+		}
+		// The old lineage ends with its holds; Born zero starts a new one.
+		if err := t.dropHolds(key); err != nil {
+			return t.fail(err)
+		}
+		out, err = t.writeClaim(claims.Claim{Key: key, Target: target, Gen: m.Gen, State: claims.Bound}, c.Rev)
+		return t.fail(err)
+	})
+	return out, err
+}
+
 // Touch implements claims.Store.
 func (s *Store) Touch(ctx context.Context, key string, rev int64) error {
 	if err := claims.CheckTouch(key, rev); err != nil {
@@ -838,7 +876,7 @@ func (s *Store) Register(ctx context.Context, worker, identity string) (claims.M
 			return t.fail(err)
 		}
 		out = claims.Member{Worker: worker, Identity: identity, Gen: rev}
-		return t.fail(t.journal(record{Rev: rev, Op: opMember, Key: worker}))
+		return t.fail(t.journal(record{Rev: rev, Op: opMember, Key: rawKey(worker)}))
 	})
 	return out, err
 }

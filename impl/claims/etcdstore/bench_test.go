@@ -62,6 +62,23 @@ func BenchmarkOps(b *testing.B) {
 			}
 		}
 	})
+	if _, err := s.Register(ctx, "w2", "1"); err != nil {
+		b.Fatal(err)
+	}
+	b.Run("Move", func(b *testing.B) {
+		cur, _, err := s.CreateOrGet(ctx, "moved", to("w"))
+		if err != nil {
+			b.Fatal(err)
+		}
+		targets := []claims.Target{{Worker: "w2"}, {Worker: "w"}}
+		i := 0
+		for b.Loop() {
+			if cur, err = s.Move(ctx, "moved", cur.Rev, targets[i%2]); err != nil {
+				b.Fatal(err)
+			}
+			i++
+		}
+	})
 	b.Run("Touch", func(b *testing.B) {
 		for b.Loop() {
 			if err := s.Touch(ctx, "hit", hit.Rev); err != nil {

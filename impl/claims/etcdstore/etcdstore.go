@@ -49,7 +49,9 @@
 // Unhold, ReplicaID 2; Close, Quarantine, Resolve 2, plus a KeepAliveOnce
 // when they rewrite the claim (a write restarts its idle expiry; when that
 // keepalive finds etcd unreachable, the write stands and the store is
-// marked down). Every verdict a call returns is judged from one answer of
+// marked down); Move 3 (a read of the claim and the target's
+// registration, the fenced write, the KeepAliveOnce; a refusal 1, or 2
+// when the write finds it). Every verdict a call returns is judged from one answer of
 // etcd (one range or transaction, at one revision, or one keepalive):
 // Resolve's "stale" from the read in its fenced transaction's Else branch,
 // never from two reads.

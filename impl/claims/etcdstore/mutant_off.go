@@ -28,6 +28,10 @@ package etcdstore
 //   - RegistrationsNotRewritten: a new session lease (the old one
 //     expired) does not carry the registrations the store wrote: the
 //     workers drop out of membership although they survived the outage.
+//   - MoveIgnoresRegistration: Move's write is fenced by the claim's
+//     revision only, not by the target's registration read with it: a
+//     target that restarts between the read and the write gets a claim
+//     under its old generation, stale from birth.
 //
 // mutant_test.go checks that each of them fails a test of the package.
 func mutant(string) bool { return false }

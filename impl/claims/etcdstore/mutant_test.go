@@ -17,6 +17,7 @@ var variants = []mutanttest.Variant{
 	{"RefreshLossUnmarked", "TestRefreshConnectionCut"},
 	{"SessionNotResumed", "TestQuorumLossKeepsRegistrations"},
 	{"RegistrationsNotRewritten", "TestSessionLost"},
+	{"MoveIgnoresRegistration", "TestMoveJudgesOneMoment"},
 }
 
 // TestVariantsCaught re-runs this test binary under each variant with its

@@ -494,6 +494,84 @@ func (s *Store) resolveTwoReads(octx context.Context, key string, attempt uint64
 	}
 }
 
+// Move implements claims.Store: one read of the claim and the target's
+// registration (one transaction, one revision), then one transaction
+// If(ModRevision(claim) == rev, ModRevision(worker) == the generation
+// read) Then(Put the new lineage, drop the old lineage's holds) Else(read
+// both again), then a KeepAliveOnce that restarts the claim's idle
+// expiry. The claim's state is judged from the read at rev, which the
+// fence keeps current; a registration that changed in between is read
+// again and judged anew. The new lineage keeps the claim's lease (the
+// lease only times the claim key's expiry, and the Put moves no other
+// key): no lease is orphaned, and a Touch by the old lineage's
+// revisions is refused by its lineage check before it reaches the lease.
+func (s *Store) Move(ctx context.Context, key string, rev int64, target claims.Target) (claims.Claim, error) {
+	const op = "move"
+	if err := claims.CheckMove(key, rev, target); err != nil {
+		return claims.Claim{}, err
+	}
+	octx, done, err := s.begin(ctx, op)
+	if err != nil {
+		return claims.Claim{}, err
+	}
+	defer done()
+	ck, wk := s.ClaimKey(key), s.workerKey(target.Worker)
+	readOps := []clientv3.Op{clientv3.OpGet(ck), clientv3.OpGet(wk, clientv3.WithKeysOnly())}
+	resp, err := s.cli.Txn(octx).Then(readOps...).Commit()
+	if err != nil {
+		return claims.Claim{}, s.fail(octx, op, err)
+	}
+	for {
+		kv := firstKV(resp.Responses[0].GetResponseRange().Kvs)
+		if kv == nil {
+			return claims.Claim{}, &claims.MoveError{Key: key, Rev: rev, Target: target}
+		}
+		c, lease, err := decodeClaim(key, kv)
+		if err != nil {
+			return claims.Claim{}, err
+		}
+		if kv.ModRevision != rev || c.State != claims.Bound {
+			return claims.Claim{}, &claims.MoveError{Key: key, Rev: rev, Target: target, Current: c, Found: true}
+		}
+		if lease == 0 {
+			return claims.Claim{}, fmt.Errorf("%w: claim %q at rev %d has no lease", ErrCorrupt, key, rev)
+		}
+		w := firstKV(resp.Responses[1].GetResponseRange().Kvs)
+		if w == nil {
+			return claims.Claim{}, fmt.Errorf("etcdstore: %s %q rev %d: target worker %q: %w", op, key, rev, target.Worker, claims.ErrUnknownWorker)
+		}
+		nc := claims.Claim{Key: key, Target: target, Gen: w.ModRevision, State: claims.Bound}
+		fence := []clientv3.Cmp{
+			clientv3.Compare(clientv3.ModRevision(ck), "=", rev),
+			clientv3.Compare(clientv3.ModRevision(wk), "=", nc.Gen),
+		}
+		if mutant("MoveIgnoresRegistration") {
+			fence = fence[:1]
+		}
+		tr, err := s.cli.Txn(octx).
+			If(fence...).
+			Then(
+				clientv3.OpPut(ck, encodeClaim(nc, lease), clientv3.WithIgnoreLease()),
+				clientv3.OpDelete(s.holdersOf(key), clientv3.WithPrefix()),
+			).
+			Else(readOps...).
+			Commit()
+		if err != nil {
+			return claims.Claim{}, s.fail(octx, op, err)
+		}
+		if tr.Succeeded {
+			nc.Rev = tr.Header.Revision
+			nc.Born = nc.Rev // a new lineage
+			s.untrackKey(key)
+			s.refresh(octx, lease)
+			return nc, nil
+		}
+		// The claim moved on, or the target re-registered or left: judge
+		// the Else branch's read.
+		resp = tr
+	}
+}
+
 // Touch implements claims.Store: a read (is rev a revision of the
 // current lineage?) and a KeepAliveOnce of the claim's lease (one lease
 // per lineage: its rewrites keep it; a lineage replaced in between keeps

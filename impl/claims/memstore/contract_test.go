@@ -25,7 +25,8 @@ func TestContract(t *testing.T) {
 					require.NoError(t, clk.AdvanceBy(d))
 					b.Sweep()
 				},
-				Crash: b.Crash,
+				Crash:     b.Crash,
+				LoseReply: func(replica, op string) { b.LoseReply(replica, op, 1, false) },
 			}
 		},
 	})
@@ -40,7 +41,8 @@ func TestContractRealTime(t *testing.T) {
 		New: func(t *testing.T) (func(string) claims.Store, storetest.Controls) {
 			b := memstore.NewBackend(memstore.Config{IdleTTL: ttl})
 			t.Cleanup(func() { _ = b.Close() })
-			return b.Open, storetest.Controls{IdleTTL: ttl, Crash: b.Crash}
+			return b.Open, storetest.Controls{IdleTTL: ttl, Crash: b.Crash,
+				LoseReply: func(replica, op string) { b.LoseReply(replica, op, 1, false) }}
 		},
 	})
 }

@@ -277,6 +277,34 @@ func (h *handle) resolve(ctx context.Context, key string, attempt uint64, gen in
 	return h.b.writeLocked(c, r.holders), true, nil
 }
 
+// move is Move, before a lost reply is injected: fenced by rev, only a
+// Bound claim, to a registered worker; the new lineage starts with no
+// holds, and the old revision's Delete event goes out.
+func (h *handle) move(ctx context.Context, key string, rev int64, t claims.Target) (claims.Claim, error) {
+	const op = "move"
+	if err := claims.CheckMove(key, rev, t); err != nil {
+		return claims.Claim{}, err
+	}
+	if err := h.begin(ctx, op); err != nil {
+		return claims.Claim{}, err
+	}
+	defer h.b.mu.Unlock()
+	b := h.b
+	r := b.claims[key]
+	switch {
+	case r == nil:
+		return claims.Claim{}, &claims.MoveError{Key: key, Rev: rev, Target: t}
+	case r.c.Rev != rev, r.c.State != claims.Bound:
+		return claims.Claim{}, &claims.MoveError{Key: key, Rev: rev, Target: t, Current: r.c, Found: true}
+	}
+	reg := b.members[t.Worker]
+	if reg == nil {
+		return claims.Claim{}, fmt.Errorf("memstore: %s %q rev %d: target worker %q: %w", op, key, rev, t.Worker, claims.ErrUnknownWorker)
+	}
+	// Born zero: a new lineage; no holders: the old lineage's holds end.
+	return b.writeLocked(claims.Claim{Key: key, Target: t, Gen: reg.m.Gen, State: claims.Bound}, nil), nil
+}
+
 // touch is Touch, before a lost reply is injected.
 func (h *handle) touch(ctx context.Context, key string, rev int64) error {
 	if err := claims.CheckTouch(key, rev); err != nil {
@@ -530,6 +558,15 @@ func (h *handle) Resolve(ctx context.Context, key string, attempt uint64, gen in
 	return c, ok, err
 }
 
+// Move implements claims.Store.
+func (h *handle) Move(ctx context.Context, key string, rev int64, target claims.Target) (claims.Claim, error) {
+	c, err := h.move(ctx, key, rev, target)
+	if lerr := h.lost("move", err); lerr != nil {
+		return claims.Claim{}, lerr
+	}
+	return c, err
+}
+
 // Touch implements claims.Store.
 func (h *handle) Touch(ctx context.Context, key string, rev int64) error {
 	err := h.touch(ctx, key, rev)
@@ -545,7 +582,7 @@ func (h *handle) Touch(ctx context.Context, key string, rev int64) error {
 // refused with the store's answer) has its reply lost.
 func (h *handle) lost(op string, err error) error {
 	if err != nil && !errors.Is(err, claims.ErrClaimMoved) && !errors.Is(err, claims.ErrFenced) &&
-		!errors.Is(err, claims.ErrUnknownWorker) {
+		!errors.Is(err, claims.ErrUnknownWorker) && !errors.Is(err, claims.ErrNotBound) {
 		return nil
 	}
 	b := h.b

@@ -252,8 +252,8 @@ func (b *Backend) setUnavailableLocked(replica string, unavailable bool) {
 }
 
 // LoseReply makes the next n calls of op (a write: "create-or-get",
-// "hold", "unhold", "close", "quarantine", "resolve" or "touch") by
-// replica's handles lose their reply: each is applied (or refused) as
+// "hold", "unhold", "close", "quarantine", "resolve", "move" or "touch")
+// by replica's handles lose their reply: each is applied (or refused) as
 // usual, then answered with a *claims.UnavailableError wrapping
 // ErrReplyLost, as when the connection drops or the deadline passes after
 // the request reached the store. With cut, the handles are also made

@@ -273,4 +273,17 @@ func TestLoseReply(t *testing.T) {
 	require.ErrorIs(t, err, memstore.ErrInjected)
 	b.SetUnavailable("a", false)
 	require.NoError(t, a.Touch(bg, "s", c.Rev))
+
+	// A refused move's reply is lost too (ErrNotBound, ErrClaimMoved):
+	// nothing changed.
+	q, err = a.Quarantine(bg, "s", c.Rev, 8, c.Gen)
+	require.NoError(t, err)
+	b.LoseReply("a", "move", 2, false)
+	_, err = a.Move(bg, "s", q.Rev, claims.Target{Worker: "w1"})
+	require.ErrorIs(t, err, memstore.ErrReplyLost, "a Move refused as not Bound")
+	_, err = a.Move(bg, "s", c.Rev, claims.Target{Worker: "w1"})
+	require.ErrorIs(t, err, memstore.ErrReplyLost, "a Move refused as moved")
+	got, ok := b.Claim("s")
+	require.True(t, ok)
+	assert.Equal(t, q, got, "the refused moves changed nothing")
 }

@@ -28,6 +28,15 @@
 //     nothing (not even that hold).
 //   - Quarantine's gen must be the claim's generation (ErrClaimMoved
 //     otherwise): the attempt was dispatched under that claim.
+//   - Move starts a new lineage (Born == Rev) under the target's current
+//     generation, with no holds: the old lineage's holders' Hold,
+//     HoldLineage and Touch by its revisions are ErrClaimMoved and their
+//     Close CloseStale, and the old revision's Delete is delivered. Its
+//     refusals are *claims.MoveError values carrying the claim found
+//     (ErrClaimMoved, or ErrNotBound for a Quarantined or Closing claim
+//     at rev), never both sentinels; of concurrent moves from one
+//     revision exactly one wins and every loser is told the winner's
+//     claim. A move whose reply was lost is settled by Get.
 //   - Register with the identity of the worker's current registration
 //     is idempotent: the same generation, no write (the revision Members
 //     reads at stays), no claim made stale, and the registration stays
@@ -82,6 +91,12 @@ type Controls struct {
 	// its holds and registrations vanish without a Shutdown. Nil skips
 	// the crash tests.
 	Crash func(replica string)
+	// LoseReply makes the next call of op (the ArgumentError's name of
+	// a write: "move") by replica's handles that writes reach the store
+	// and be applied as usual, and then lose its reply: the call returns
+	// an error matching claims.ErrUnavailable. Nil skips the lost-reply
+	// tests.
+	LoseReply func(replica, op string)
 }
 
 // Harness is how Run makes stores of a backend.
@@ -103,8 +118,11 @@ type Harness struct {
 	// means 50 ms.
 	Quiet time.Duration
 	// Racers is how many goroutines race CreateOrGet on one key; zero
-	// means 16.
+	// means 16 (at most 8 of them race each round of moves).
 	Racers int
+	// MoveRounds is how many rounds of concurrent moves from one
+	// revision MoveRace runs; zero means 50.
+	MoveRounds int
 }
 
 // Run runs the contract suite against h's backend.
@@ -120,6 +138,9 @@ func Run(t *testing.T, h Harness) {
 	}
 	if h.Racers <= 0 {
 		h.Racers = 16
+	}
+	if h.MoveRounds <= 0 {
+		h.MoveRounds = 50
 	}
 	// Goroutine counts are global: the leak check runs alone, first.
 	t.Run("NoGoroutineLeak", func(t *testing.T) { newEnv(t, h).noLeak() })
@@ -139,6 +160,11 @@ func Run(t *testing.T, h Harness) {
 		{"StaleResolveFenced", (*env).staleResolveFenced},
 		{"StaleResolveRace", (*env).staleResolveRace},
 		{"QuarantineResolve", (*env).quarantineResolve},
+		{"Move", (*env).move},
+		{"MoveRefused", (*env).moveRefused},
+		{"MoveRace", (*env).moveRace},
+		{"MoveLostReply", (*env).moveLostReply},
+		{"BinaryKeys", (*env).binaryKeys},
 		{"Expiry", (*env).expiry},
 		{"Events", (*env).eventOrder},
 		{"EventsAcrossHandles", (*env).eventsAcrossHandles},
@@ -1064,11 +1090,20 @@ func (e *env) expiry() {
 		require.NoError(e.t, b.Touch(e.ctx, "s", c.Rev), "touched every %v", step)
 	}
 	require.Equal(e.t, c, e.mustGet(a, "s"), "alive 1.5 TTL after its write, touched every %v", step)
-	// A write restarts the expiry too.
+	// A write restarts the expiry too: a move (on the manual clock, it
+	// is then a TTL since the last touch), then a quarantine.
 	e.pass(step)
-	q, err := a.Quarantine(e.ctx, "s", c.Rev, 3, c.Gen)
+	mv, err := a.Move(e.ctx, "s", c.Rev, c.Target)
 	require.NoError(e.t, err)
 	st.deletes(del("s", c.Rev))
+	e.pass(step)
+	if !e.manual() {
+		e.pass(step)
+	}
+	require.Equal(e.t, mv, e.mustGet(a, "s"), "alive after the move, its last write")
+	q, err := a.Quarantine(e.ctx, "s", mv.Rev, 3, mv.Gen)
+	require.NoError(e.t, err)
+	st.deletes(del("s", mv.Rev))
 	e.pass(step)
 	require.Equal(e.t, q, e.mustGet(a, "s"), "alive %v after its last write", step)
 
@@ -1327,6 +1362,267 @@ func (e *env) replicaID() {
 	}
 }
 
+// moveErr checks err is a *claims.MoveError of a Move of key from rev to
+// target that found want (found false: no claim), matching sentinel
+// (claims.ErrClaimMoved or claims.ErrNotBound) and not the other one.
+func (e *env) moveErr(err error, key string, rev int64, target claims.Target, want claims.Claim, found bool, sentinel error) {
+	e.t.Helper()
+	require.ErrorIs(e.t, err, sentinel)
+	other := claims.ErrNotBound
+	if sentinel == claims.ErrNotBound {
+		other = claims.ErrClaimMoved
+	}
+	require.NotErrorIs(e.t, err, other)
+	var me *claims.MoveError
+	require.ErrorAs(e.t, err, &me, "a refused Move is a *claims.MoveError")
+	require.Equal(e.t, &claims.MoveError{Key: key, Rev: rev, Target: target, Current: want, Found: found}, me)
+}
+
+// move: a Move from the current revision of a Bound claim writes a new
+// lineage at the target, under its worker's current generation; the old
+// revision ends (its Delete event) with its lineage's holds: the old
+// holder's Hold, HoldLineage and Touch by it are refused, its Close is
+// CloseStale, and the new lineage's first Close deletes.
+// binaryKeys: a key is any bytes, not only text (the affinity layer's
+// keys are a phase byte and a raw digest): a claim written under a key
+// that is not valid UTF-8 is found again by that key, by every handle,
+// moved and closed by it, and its Delete events carry it unchanged.
+func (e *env) binaryKeys() {
+	a, b := e.store("a"), e.store("b")
+	e.register(a, "w0", "1")
+	e.register(a, "w1", "1")
+	sb := e.events(b)
+	for _, key := range []string{"d/\xff\xfe\x00\x80s", "\xc3\x28", string([]byte{0xef, 0xbf, 0xbd})} {
+		c := e.create(a, key, "w0")
+		require.Equal(e.t, key, c.Key)
+		require.Equal(e.t, c, e.mustGet(b, key), "another handle reads the claim by the same bytes")
+		again, created, err := b.CreateOrGet(e.ctx, key, func() (claims.Target, error) { return claims.Target{Worker: "w1"}, nil })
+		require.NoError(e.t, err)
+		require.False(e.t, created, "the claim of %q is found again, not written anew", key)
+		require.Equal(e.t, c, again)
+		mv, err := b.Move(e.ctx, key, c.Rev, claims.Target{Worker: "w1"})
+		require.NoError(e.t, err)
+		sb.deletes(del(key, c.Rev))
+		res, err := a.Close(e.ctx, key, mv.Rev, "a")
+		require.NoError(e.t, err)
+		require.Equal(e.t, claims.CloseDeleted, res)
+		sb.deletes(del(key, mv.Rev))
+		e.absent(b, key)
+	}
+	// The key that is U+FFFD's own bytes is not the same as a key whose
+	// invalid bytes a text encoding would replace with it.
+	c := e.create(a, "\xff", "w0")
+	e.absent(b, string([]byte{0xef, 0xbf, 0xbd}))
+	require.Equal(e.t, c, e.mustGet(b, "\xff"))
+}
+
+func (e *env) move() {
+	a, b := e.store("a"), e.store("b")
+	m0 := e.register(a, "w0", "1")
+	m1 := e.register(a, "w1", "1")
+	sb := e.events(b)
+	c1 := e.create(a, "s", "w0")
+	require.Equal(e.t, m0.Gen, c1.Gen)
+	require.NoError(e.t, a.Hold(e.ctx, "s", c1.Rev, "a"))
+	// A rewritten lineage (Born < Rev) moves from its current revision.
+	q, err := a.Quarantine(e.ctx, "s", c1.Rev, 9, c1.Gen)
+	require.NoError(e.t, err)
+	c2, ok, err := b.Resolve(e.ctx, "s", 9, q.Gen, true)
+	require.NoError(e.t, err)
+	require.True(e.t, ok)
+	require.Less(e.t, c2.Born, c2.Rev)
+	sb.deletes(del("s", c1.Rev), del("s", q.Rev))
+
+	to := claims.Target{Worker: "w1", Rank: 3, HasRank: true}
+	mv, err := b.Move(e.ctx, "s", c2.Rev, to)
+	require.NoError(e.t, err, "Move from the current revision")
+	require.Equal(e.t, claims.Claim{Key: "s", Rev: mv.Rev, Born: mv.Rev, Target: to, Gen: m1.Gen, State: claims.Bound}, mv,
+		"a new lineage, Bound to the target under its worker's generation")
+	require.Greater(e.t, mv.Rev, c2.Rev)
+	require.Equal(e.t, mv, e.mustGet(a, "s"), "every handle reads the moved claim")
+	sb.deletes(del("s", c2.Rev))
+
+	// The old lineage's holds are gone, and its revisions fence nothing.
+	for _, rev := range []int64{c1.Rev, c2.Rev} {
+		require.ErrorIs(e.t, a.Hold(e.ctx, "s", rev, "a"), claims.ErrClaimMoved, "Hold by rev %d of the old lineage", rev)
+		require.ErrorIs(e.t, a.Touch(e.ctx, "s", rev), claims.ErrClaimMoved, "Touch by rev %d of the old lineage", rev)
+		_, err = claims.HoldLineage(e.ctx, a, "s", rev, "a")
+		require.ErrorIs(e.t, err, claims.ErrClaimMoved, "HoldLineage by rev %d of the old lineage", rev)
+		res, err := a.Close(e.ctx, "s", rev, "a")
+		require.NoError(e.t, err)
+		require.Equal(e.t, claims.CloseStale, res, "the old holder's Close by rev %d", rev)
+	}
+	require.Equal(e.t, mv, e.mustGet(a, "s"), "the old lineage's calls changed nothing")
+	require.NoError(e.t, b.Touch(e.ctx, "s", mv.Rev))
+	res, err := b.Close(e.ctx, "s", mv.Rev, "b")
+	require.NoError(e.t, err)
+	require.Equal(e.t, claims.CloseDeleted, res, "a's hold on the old lineage does not hold the moved claim")
+	sb.deletes(del("s", mv.Rev))
+	e.absent(a, "s")
+
+	// A move to the claim's own target is still a rewrite: a new
+	// revision and lineage.
+	c3 := e.create(a, "s", "w0")
+	same, err := a.Move(e.ctx, "s", c3.Rev, c3.Target)
+	require.NoError(e.t, err)
+	require.Greater(e.t, same.Rev, c3.Rev)
+	require.Equal(e.t, claims.Claim{Key: "s", Rev: same.Rev, Born: same.Rev, Target: c3.Target, Gen: c3.Gen, State: claims.Bound}, same)
+	sb.deletes(del("s", c3.Rev))
+
+	// A move of a stale claim (its worker restarted) takes the target's
+	// current generation.
+	m0b := e.register(b, "w0", "2")
+	again, err := a.Move(e.ctx, "s", same.Rev, claims.Target{Worker: "w0"})
+	require.NoError(e.t, err)
+	require.Equal(e.t, m0b.Gen, again.Gen)
+	sb.deletes(del("s", same.Rev))
+}
+
+// moveRefused: a Move from a revision that is not current (ErrClaimMoved,
+// carrying the current claim), of a key with no claim, of a Quarantined
+// or Closing claim (ErrNotBound), to an unregistered worker
+// (ErrUnknownWorker) changes nothing and ends no revision.
+func (e *env) moveRefused() {
+	a, b := e.store("a"), e.store("b")
+	e.register(a, "w0", "1")
+	e.register(a, "w1", "1")
+	to := claims.Target{Worker: "w1"}
+	_, err := a.Move(e.ctx, "s", 1, to)
+	e.moveErr(err, "s", 1, to, claims.Claim{}, false, claims.ErrClaimMoved)
+	e.absent(a, "s")
+
+	c1 := e.create(a, "s", "w0")
+	sb := e.events(b)
+	mv, err := a.Move(e.ctx, "s", c1.Rev, to)
+	require.NoError(e.t, err)
+	sb.deletes(del("s", c1.Rev))
+	// A stale revision: the current claim comes with the refusal.
+	_, err = b.Move(e.ctx, "s", c1.Rev, claims.Target{Worker: "w0"})
+	e.moveErr(err, "s", c1.Rev, claims.Target{Worker: "w0"}, mv, true, claims.ErrClaimMoved)
+	// A revision from the future.
+	_, err = b.Move(e.ctx, "s", mv.Rev+1000, to)
+	e.moveErr(err, "s", mv.Rev+1000, to, mv, true, claims.ErrClaimMoved)
+	// An unregistered worker, one that left.
+	for _, w := range []string{"nobody", "w0"} {
+		if w == "w0" {
+			require.NoError(e.t, a.Deregister(e.ctx, "w0"))
+		}
+		_, err = b.Move(e.ctx, "s", mv.Rev, claims.Target{Worker: w})
+		require.ErrorIs(e.t, err, claims.ErrUnknownWorker, "Move to %s", w)
+		require.NotErrorIs(e.t, err, claims.ErrClaimMoved)
+	}
+	require.Equal(e.t, mv, e.mustGet(b, "s"), "refused moves changed nothing")
+	sb.quiet()
+
+	// A quarantined claim is settled by Resolve, never moved.
+	q, err := a.Quarantine(e.ctx, "s", mv.Rev, 4, mv.Gen)
+	require.NoError(e.t, err)
+	sb.deletes(del("s", mv.Rev))
+	_, err = b.Move(e.ctx, "s", q.Rev, to)
+	e.moveErr(err, "s", q.Rev, to, q, true, claims.ErrNotBound)
+	_, err = b.Move(e.ctx, "s", mv.Rev, to)
+	e.moveErr(err, "s", mv.Rev, to, q, true, claims.ErrClaimMoved)
+	require.Equal(e.t, q, e.mustGet(b, "s"))
+	c2, ok, err := a.Resolve(e.ctx, "s", 4, q.Gen, true)
+	require.NoError(e.t, err)
+	require.True(e.t, ok)
+	sb.deletes(del("s", q.Rev))
+
+	// A closing claim is ended by its last Unhold, never moved.
+	require.NoError(e.t, b.Hold(e.ctx, "s", c2.Rev, "b"))
+	res, err := a.Close(e.ctx, "s", c2.Rev, "a")
+	require.NoError(e.t, err)
+	require.Equal(e.t, claims.CloseDeferred, res)
+	closing := e.mustGet(a, "s")
+	require.Equal(e.t, claims.Closing, closing.State)
+	sb.deletes(del("s", c2.Rev))
+	_, err = b.Move(e.ctx, "s", closing.Rev, to)
+	e.moveErr(err, "s", closing.Rev, to, closing, true, claims.ErrNotBound)
+	require.Equal(e.t, closing, e.mustGet(b, "s"))
+	sb.quiet()
+	require.NoError(e.t, b.Unhold(e.ctx, "s", "b"))
+	sb.deletes(del("s", closing.Rev))
+}
+
+// moveRace: of concurrent moves from one revision, exactly one wins; every
+// loser gets ErrClaimMoved with the winner's claim. Round after round,
+// from the winner's revision.
+func (e *env) moveRace() {
+	setup := e.store("setup")
+	const workers = 3
+	for w := range workers {
+		e.register(setup, fmt.Sprintf("w%d", w), "1")
+	}
+	replicas := make([]claims.Store, 4)
+	for i := range replicas {
+		replicas[i] = e.store(fmt.Sprintf("r%d", i))
+	}
+	racers := min(e.h.Racers, 8)
+	cur := e.create(setup, "s", "w0")
+	for round := range e.h.MoveRounds {
+		type result struct {
+			target claims.Target
+			c      claims.Claim
+			err    error
+		}
+		results := make([]result, racers)
+		start := make(chan struct{})
+		var wg sync.WaitGroup
+		for i := range racers {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				<-start
+				t := claims.Target{Worker: fmt.Sprintf("w%d", (i+round)%workers), Rank: i, HasRank: true}
+				c, err := replicas[i%len(replicas)].Move(e.ctx, "s", cur.Rev, t)
+				results[i] = result{t, c, err}
+			}()
+		}
+		close(start)
+		wg.Wait()
+		var won *result
+		for i := range results {
+			if results[i].err == nil {
+				require.Nil(e.t, won, "round %d: two moves from rev %d won: %+v and %+v", round, cur.Rev, won, results[i])
+				won = &results[i]
+			}
+		}
+		require.NotNil(e.t, won, "round %d: no move from rev %d won", round, cur.Rev)
+		require.Equal(e.t, won.target, won.c.Target)
+		require.Equal(e.t, won.c.Rev, won.c.Born)
+		for _, r := range results {
+			if r.err != nil {
+				e.moveErr(r.err, "s", cur.Rev, r.target, won.c, true, claims.ErrClaimMoved)
+			}
+		}
+		require.Equal(e.t, won.c, e.mustGet(setup, "s"), "round %d: the store holds the winner's claim", round)
+		cur = won.c
+	}
+}
+
+// moveLostReply: a Move whose reply is lost (ErrUnavailable) may or may
+// not have happened; a Get settles which.
+func (e *env) moveLostReply() {
+	if e.ctl.LoseReply == nil {
+		e.t.Skip("the backend cannot lose a reply (Controls.LoseReply is nil)")
+	}
+	a := e.store("a")
+	e.register(a, "w0", "1")
+	e.register(a, "w1", "1")
+	c1 := e.create(a, "s", "w0")
+	to := claims.Target{Worker: "w1"}
+	e.ctl.LoseReply("a", "move")
+	_, err := a.Move(e.ctx, "s", c1.Rev, to)
+	require.ErrorIs(e.t, err, claims.ErrUnavailable, "the move's reply was lost")
+	got := e.mustGet(a, "s")
+	require.Greater(e.t, got.Rev, c1.Rev, "the move was applied: Get settles it")
+	require.Equal(e.t, claims.Claim{Key: "s", Rev: got.Rev, Born: got.Rev, Target: to, Gen: got.Gen, State: claims.Bound}, got)
+	// Retrying from the old revision is refused with the moved claim.
+	_, err = a.Move(e.ctx, "s", c1.Rev, to)
+	e.moveErr(err, "s", c1.Rev, to, got, true, claims.ErrClaimMoved)
+	require.Equal(e.t, got, e.mustGet(a, "s"), "the refused retry changed nothing")
+}
+
 func (e *env) invalidArguments() {
 	a := e.store("a")
 	e.register(a, "w", "1")
@@ -1339,21 +1635,28 @@ func (e *env) invalidArguments() {
 			_, _, err := a.CreateOrGet(ctx, "new", nil)
 			return err
 		},
-		"Get empty key":         func() error { _, _, err := a.Get(ctx, ""); return err },
-		"Hold empty key":        func() error { return a.Hold(ctx, "", c.Rev, "a") },
-		"Hold zero rev":         func() error { return a.Hold(ctx, "s", 0, "a") },
-		"Hold negative rev":     func() error { return a.Hold(ctx, "s", -1, "a") },
-		"Hold empty replica":    func() error { return a.Hold(ctx, "s", c.Rev, "") },
-		"Unhold empty key":      func() error { return a.Unhold(ctx, "", "a") },
-		"Unhold empty replica":  func() error { return a.Unhold(ctx, "s", "") },
-		"Close empty key":       func() error { _, err := a.Close(ctx, "", c.Rev, "a"); return err },
-		"Close zero rev":        func() error { _, err := a.Close(ctx, "s", 0, "a"); return err },
-		"Close empty replica":   func() error { _, err := a.Close(ctx, "s", c.Rev, ""); return err },
-		"Quarantine empty key":  func() error { _, err := a.Quarantine(ctx, "", c.Rev, 1, c.Gen); return err },
-		"Quarantine zero rev":   func() error { _, err := a.Quarantine(ctx, "s", 0, 1, c.Gen); return err },
-		"Quarantine zero gen":   func() error { _, err := a.Quarantine(ctx, "s", c.Rev, 1, 0); return err },
-		"Resolve empty key":     func() error { _, _, err := a.Resolve(ctx, "", 1, c.Gen, true); return err },
-		"Resolve zero gen":      func() error { _, _, err := a.Resolve(ctx, "s", 1, 0, true); return err },
+		"Get empty key":        func() error { _, _, err := a.Get(ctx, ""); return err },
+		"Hold empty key":       func() error { return a.Hold(ctx, "", c.Rev, "a") },
+		"Hold zero rev":        func() error { return a.Hold(ctx, "s", 0, "a") },
+		"Hold negative rev":    func() error { return a.Hold(ctx, "s", -1, "a") },
+		"Hold empty replica":   func() error { return a.Hold(ctx, "s", c.Rev, "") },
+		"Unhold empty key":     func() error { return a.Unhold(ctx, "", "a") },
+		"Unhold empty replica": func() error { return a.Unhold(ctx, "s", "") },
+		"Close empty key":      func() error { _, err := a.Close(ctx, "", c.Rev, "a"); return err },
+		"Close zero rev":       func() error { _, err := a.Close(ctx, "s", 0, "a"); return err },
+		"Close empty replica":  func() error { _, err := a.Close(ctx, "s", c.Rev, ""); return err },
+		"Quarantine empty key": func() error { _, err := a.Quarantine(ctx, "", c.Rev, 1, c.Gen); return err },
+		"Quarantine zero rev":  func() error { _, err := a.Quarantine(ctx, "s", 0, 1, c.Gen); return err },
+		"Quarantine zero gen":  func() error { _, err := a.Quarantine(ctx, "s", c.Rev, 1, 0); return err },
+		"Resolve empty key":    func() error { _, _, err := a.Resolve(ctx, "", 1, c.Gen, true); return err },
+		"Resolve zero gen":     func() error { _, _, err := a.Resolve(ctx, "s", 1, 0, true); return err },
+		"Move empty key":       func() error { _, err := a.Move(ctx, "", c.Rev, c.Target); return err },
+		"Move zero rev":        func() error { _, err := a.Move(ctx, "s", 0, c.Target); return err },
+		"Move empty worker":    func() error { _, err := a.Move(ctx, "s", c.Rev, claims.Target{}); return err },
+		"Move negative rank": func() error {
+			_, err := a.Move(ctx, "s", c.Rev, claims.Target{Worker: "w", Rank: -1, HasRank: true})
+			return err
+		},
 		"Touch empty key":       func() error { return a.Touch(ctx, "", c.Rev) },
 		"Touch zero rev":        func() error { return a.Touch(ctx, "s", 0) },
 		"Register empty worker": func() error { _, err := a.Register(ctx, "", "1"); return err },
@@ -1385,6 +1688,7 @@ func (e *env) cancelledContext() {
 		"Close":       func() error { _, err := a.Close(ctx, "s", c.Rev, "a"); return err },
 		"Quarantine":  func() error { _, err := a.Quarantine(ctx, "s", c.Rev, 1, c.Gen); return err },
 		"Resolve":     func() error { _, _, err := a.Resolve(ctx, "s", 1, c.Gen, true); return err },
+		"Move":        func() error { _, err := a.Move(ctx, "s", c.Rev, c.Target); return err },
 		"Touch":       func() error { return a.Touch(ctx, "s", c.Rev) },
 		"Register":    func() error { _, err := a.Register(ctx, "v", "1"); return err },
 		"Deregister":  func() error { return a.Deregister(ctx, "w") },
@@ -1449,6 +1753,8 @@ func (e *env) shutdown() {
 	_, _, err = a.CreateOrGet(e.ctx, "s", propose("w").f)
 	require.ErrorIs(e.t, err, claims.ErrClosed)
 	_, err = a.Register(e.ctx, "w", "1")
+	require.ErrorIs(e.t, err, claims.ErrClosed)
+	_, err = a.Move(e.ctx, "s", c.Rev, claims.Target{Worker: "w"})
 	require.ErrorIs(e.t, err, claims.ErrClosed)
 	_, err = a.Events(e.ctx)
 	require.ErrorIs(e.t, err, claims.ErrClosed)

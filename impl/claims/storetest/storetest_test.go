@@ -182,6 +182,25 @@ func (b *broken) Register(ctx context.Context, worker, identity string) (claims.
 	return b.Store.Register(ctx, worker, identity)
 }
 
+func (b *broken) Move(ctx context.Context, key string, rev int64, target claims.Target) (claims.Claim, error) {
+	switch b.variant {
+	case "MoveUnfenced":
+		// Moves whatever revision is current: a stale revision's move
+		// wins, and so do both of two concurrent moves.
+		if c, ok, err := b.Store.Get(ctx, key); err == nil && ok {
+			rev = c.Rev
+		}
+	case "MoveOverQuarantine":
+		// Settles a quarantine as accepted to move the claim.
+		if c, ok, err := b.Store.Get(ctx, key); err == nil && ok && c.Rev == rev && c.State == claims.Quarantined {
+			if r, ok, err := b.Store.Resolve(ctx, key, c.Attempt, c.Gen, true); err == nil && ok {
+				rev = r.Rev
+			}
+		}
+	}
+	return b.Store.Move(ctx, key, rev, target)
+}
+
 func (b *broken) ReplicaID(ctx context.Context, replica string) (uint64, error) {
 	if b.variant == "ReplicaIDPerName" {
 		return uint64(len(replica)), nil
@@ -242,6 +261,8 @@ func TestSuiteCatchesBrokenBackends(t *testing.T) {
 		{"ReplicaIDPerName", "ReplicaID"},
 		{"RegisterAlwaysReputs", "Members"},
 		{"RegisterCheckThenPut", "RegisterRace"},
+		{"MoveUnfenced", "MoveRefused"},
+		{"MoveOverQuarantine", "MoveRefused"},
 	} {
 		t.Run("variant="+tc.variant, func(t *testing.T) {
 			t.Parallel()
