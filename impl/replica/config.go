@@ -67,6 +67,11 @@ type Config struct {
 	// no keepalive timer runs (call Coordinator.Tick after advancing it).
 	Clock           *placement.ManualClock
 	ClockResolution time.Duration
+	// Observer, if set, is the local core's (placement.Config.Observer):
+	// called on every state change of its cold paths, under the key's
+	// lock (atomics only). The affinity layer counts expirations and
+	// quarantines' ends with it.
+	Observer func(placement.Event[claims.Target])
 	// Propose is the default proposal (Start's propose when nil); nil
 	// means the member with the fewest sessions bound to it on this
 	// replica (LeastLoaded).

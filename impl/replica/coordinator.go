@@ -116,6 +116,7 @@ func New(ctx context.Context, cfg Config) (*Coordinator, error) {
 		Clock:           cfg.Clock,
 		ClockResolution: cfg.ClockResolution,
 		FirstAttempt:    claims.FirstAttempt(c.id),
+		Observer:        c.observe,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("replica: the local core: %w", err)

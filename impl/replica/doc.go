@@ -111,11 +111,23 @@
 //     once, each key's in order), so a slow store that still answers
 //     keeps every claim in use alive; Stats.KeepalivePass and
 //     Stats.OldestTouch report the lag.
+//   - A cached hit can be sent elsewhere with Turn.Move (the spec's Move: a
+//     soft binding that follows its dispatch, a refused later turn, a
+//     failed worker): the claim is rewritten from the revision the hit is
+//     on (claims.Store.Move: a new lineage, fenced by that revision, so the
+//     first of concurrent moves on any replicas wins and the loser learns
+//     the winner's claim from the refusal), and the turn becomes a placing
+//     dispatch under the new claim. The mover evicts its own cache of the
+//     old revision at once; every other replica evicts it at its Delete
+//     event (or a touch that finds the lineage ended) and follows the new
+//     claim at its next turn. A claim quarantined or closing is never
+//     moved: its revision moved on, and the move is refused. A Move whose
+//     reply was lost is settled by reading the claim.
 //
 // Stats reports what a replica did (cached turns, store round trips,
 // claims created and adopted, evictions, unclaimed placements, reconciles
 // won and lost, closes by result, quarantines written and seen, holds
-// and re-holds).
+// and re-holds, moves made and lost).
 //
 // Broken variants for the bug zoo are compiled in with -tags
 // placement_mutants (see mutant_off.go); the TestContract_* tests catch

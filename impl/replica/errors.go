@@ -3,6 +3,7 @@ package replica
 import (
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/placementlab/placement/impl/claims"
 	"github.com/placementlab/placement/impl/placement"
@@ -67,6 +68,11 @@ type QuarantinedError struct {
 	Rev int64
 	// Local: this replica dispatched the attempt.
 	Local bool
+	// Until is when this replica's QuarantineTTL ends its own quarantine
+	// at the latest, and DispatchedAt when the attempt was dispatched, on
+	// the replica's clock (Coordinator.Now); both zero for another
+	// replica's quarantine, whose times this replica does not know.
+	Until, DispatchedAt time.Duration
 }
 
 // Error describes e.

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -363,59 +362,4 @@ func TestGap_LostCreateReplySettled(t *testing.T) {
 	assert.Equal(t, cl.Target, tu.Target())
 	require.NoError(t, tu.Complete(placement.Accepted))
 	assert.Zero(t, r1.Stats().UnclaimedPlacements)
-}
-
-// lateQuarantineStore lets the next Quarantine reach the store and then
-// answers it as a deadline that passed (the reply came too late), as a
-// wrapped etcd client sees when the leader answers after the request's
-// deadline.
-type lateQuarantineStore struct {
-	claims.Store
-	lose atomic.Bool
-}
-
-func (s *lateQuarantineStore) Quarantine(ctx context.Context, key string, rev int64, attempt uint64, gen int64) (claims.Claim, error) {
-	q, err := s.Store.Quarantine(ctx, key, rev, attempt, gen)
-	if err == nil && s.lose.CompareAndSwap(true, false) {
-		return claims.Claim{}, fmt.Errorf("quarantine %q: the reply came after the deadline: %w", key, context.DeadlineExceeded)
-	}
-	return q, err
-}
-
-// On the embedded etcd server: a quarantine written whose reply came
-// after its deadline is settled by reading the claim; Resolve settles it
-// in etcd, and another replica serves the session (issue 25, item 1).
-func TestEtcd_LateQuarantineReplySettled(t *testing.T) {
-	e := newEtcdEnv(t, 1, 1, 10*time.Second)
-	ls := &lateQuarantineStore{Store: e.store("r1")}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	r1, err := New(ctx, Config{Store: ls, Name: "r1", StoreTimeout: e.timeout, StoreRetry: 200 * time.Millisecond})
-	require.NoError(t, err)
-	defer func() { _ = r1.Close() }()
-	r2 := e.replica("r2")
-	tu, err := r1.Start(ctx, "s", to("w0"))
-	require.NoError(t, err)
-	ls.lose.Store(true)
-	var qe *QuarantinedError
-	require.ErrorAs(t, tu.Complete(placement.Ambiguous), &qe)
-	tu.Done(false)
-	cl, ok := e.claim("s")
-	require.True(t, ok)
-	require.Equal(t, claims.Quarantined, cl.State, "the quarantine landed")
-	require.NoError(t, r1.Resolve(ctx, "s", qe.Attempt, qe.Gen, true))
-	cl, ok = e.claim("s")
-	require.True(t, ok)
-	require.Equal(t, claims.Bound, cl.State, "Resolve returned nil, yet etcd keeps the quarantine")
-	require.Eventually(t, func() bool {
-		tu, err := r2.Start(ctx, "s", nil)
-		if err != nil {
-			return false
-		}
-		defer tu.Done(false)
-		if !tu.Hit() {
-			require.NoError(t, tu.Complete(placement.Accepted))
-		}
-		return tu.Target() == claims.Target{Worker: "w0"}
-	}, waitFor, tick, "r2 does not serve the session")
 }

@@ -31,6 +31,10 @@ type counters struct {
 	refusals, holds, unholds, touches counter
 
 	reholds, reholdsEnded counter
+
+	moves, movesLost counter
+
+	waits counter
 }
 
 // Stats is a snapshot of a Coordinator's counters (cumulative: they never
@@ -127,6 +131,15 @@ type Stats struct {
 	// ReholdsEnded those whose lineage had ended meanwhile (the requests
 	// finish unheld).
 	Reholds, ReholdsEnded uint64
+	// Moves counts the claims this replica rewrote to another target
+	// (Turn.Move: claims.Store.Move, fenced by the revision the hit was
+	// on); MovesLost the moves the store refused because the claim had
+	// moved since this replica cached it (another replica's move first,
+	// a quarantine or close elsewhere).
+	Moves, MovesLost uint64
+	// Waits counts the turns begun (Begin) that waited while another
+	// request of the session placed it on this replica.
+	Waits uint64
 	// Cached is a gauge: the sessions with a current record in the local
 	// table (bound, placing, or a quarantined or closing claim cached);
 	// Unclaimed the bound ones not reconciled yet.
@@ -185,6 +198,9 @@ func (c *Coordinator) Stats() Stats {
 		Touches:                 s.touches.Load(),
 		Reholds:                 s.reholds.Load(),
 		ReholdsEnded:            s.reholdsEnded.Load(),
+		Moves:                   s.moves.Load(),
+		MovesLost:               s.movesLost.Load(),
+		Waits:                   s.waits.Load(),
 	}
 	now := int64(c.core.Now())
 	c.slots.Range(func(_, v any) bool {

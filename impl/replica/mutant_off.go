@@ -70,6 +70,18 @@ package replica
 //   - UnsettledCreate: a CreateOrGet whose reply was lost is taken as
 //     not applied: the session is placed unclaimed though its claim was
 //     written (issue 25, item 1).
+//   - UnfencedMove: Turn.Move rewrites the claim from the revision the
+//     store has now, not the one the hit is on: the second of two
+//     concurrent moves overwrites the first (issue 26, item 3).
+//   - UnsettledMove: a Move whose reply was lost is taken as not applied
+//     (the store is not read): the turn fails though the claim moved.
+//   - ReopensSettled: a quarantine write that found the store unreachable
+//     is retried even after Resolve settled its attempt here: the store
+//     is quarantined again for an attempt already settled (a settled
+//     quarantine re-opened; issue 26, item 7).
+//   - KeepsExpiredQuarantine: an own quarantine that the local core's
+//     QuarantineTTL ended is left in the store: every other replica
+//     refuses the session until the claim's idle TTL.
 //
 // mutant_test.go checks that each of them fails a contract test.
 func mutant(string) bool { return false }

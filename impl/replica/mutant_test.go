@@ -32,6 +32,10 @@ var variants = []mutanttest.Variant{
 	{"DropsSecondQuarantine", "TestGap_SecondAmbiguousQuarantineRecorded"},
 	{"UnsettledHold", "TestGap_LostHoldReplyGivenUp"},
 	{"UnsettledCreate", "TestGap_LostCreateReplySettled"},
+	{"UnfencedMove", "TestContract_MoveFirstWins"},
+	{"UnsettledMove", "TestGap_LostMoveReplySettled"},
+	{"KeepsExpiredQuarantine", "TestGap_ExpiredQuarantineSettledInStore"},
+	{"ReopensSettled", "TestGap_SettledQuarantineNotReopened"},
 }
 
 // TestVariantsCaught re-runs this test binary under each variant with its

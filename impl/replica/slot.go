@@ -3,6 +3,7 @@ package replica
 import (
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/placementlab/placement/impl/claims"
 )
@@ -62,6 +63,10 @@ type slot struct {
 	// closeRec is a record whose final request ended while other records
 	// of the key still had leases: the close runs when the last ends.
 	closeRec *record
+	// refusedRev is the revision of the key's claim whose later turn was
+	// refused here (Turn.Refused): a turn begun later reads it as no
+	// binding, and its Dispatch moves it.
+	refusedRev int64
 }
 
 // waitsLocked reports whether the Deletes and Resets that reach rec, s's
@@ -128,6 +133,13 @@ type record struct {
 	// gone: a touch or a re-hold found the record's lineage ended (no
 	// more touches; its leases no longer keep the key's hold).
 	gone atomic.Bool
+	// refusedHere: the record's binding was ended on this replica by a
+	// refused later turn or a failed worker (Turn.Refused, EndBinding):
+	// a final request's lease on it closes nothing (as the core's Close
+	// of a lease on an invalidated binding), since the claim's revision
+	// may be the session's binding again (adopted by a dispatch to the
+	// same target).
+	refusedHere atomic.Bool
 
 	// Guarded by s.mu.
 	// epoch is the coordinator's Reset count when the record became the
@@ -150,6 +162,10 @@ type record struct {
 	// unsureRev is the revision the unsure write was fenced by.
 	unsureRev int64
 	adopted   bool // the claim was another's (its idle deadline is unknown)
+	// qSince, qUntil and qAt: an own quarantine's start, the end its
+	// QuarantineTTL sets, and its attempt's dispatch, on the core's clock
+	// (zero for another replica's quarantine, read from the store).
+	qSince, qUntil, qAt time.Duration
 	// settled is how Resolve settled this own quarantine locally, before
 	// the store recorded it (settledNone: not settled so): a write of it
 	// that lands afterwards is followed by the store's Resolve.
@@ -168,7 +184,8 @@ const (
 // quarantinedErrLocked describes a quarantined record as an error. The
 // caller holds r.s.mu.
 func (r *record) quarantinedErrLocked() *QuarantinedError {
-	qe := &QuarantinedError{Key: r.s.key, Attempt: r.attempt, Gen: r.gen, Target: r.target, Local: r.own}
+	qe := &QuarantinedError{Key: r.s.key, Attempt: r.attempt, Gen: r.gen, Target: r.target, Local: r.own,
+		Until: r.qUntil, DispatchedAt: r.qAt}
 	if r.written {
 		qe.Rev = r.rev
 	}

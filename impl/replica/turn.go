@@ -23,6 +23,9 @@ const (
 	turnBound
 	// turnOver: the turn holds nothing but what Done cleans up.
 	turnOver
+	// turnBegun: a placing turn begun by Begin, its claim read, waiting
+	// for Dispatch to name its target.
+	turnBegun
 )
 
 // Turn is one request's hold on its session, from Start to Done: a cached
@@ -46,6 +49,27 @@ type Turn struct {
 	target     claims.Target
 	tried      []claims.Target
 	dispatches int
+
+	// known is the claim a move wrote (Turn.Move), or the one a begun
+	// turn read and adopts (knownAdopted), read at knownEpoch: the
+	// placing turn's first read takes it instead of the store's.
+	known        *claims.Claim
+	knownEpoch   uint64
+	knownAdopted bool
+
+	// begun: the turn came from Begin (the caller names each target; a
+	// refusal does not choose the next one). found is a begun turn's
+	// claim (read at foundEpoch; foundOwn: this turn wrote or moved it).
+	begun      bool
+	found      *claims.Claim
+	foundEpoch uint64
+	foundOwn   bool
+	// foundRefused: found is a claim whose later turn was refused here.
+	foundRefused bool
+	// hitOutcome is the outcome a hit's Complete reported; refused: a
+	// begun hit's refusal ended its binding here (Refused).
+	hitOutcome placement.Outcome
+	refused    bool
 }
 
 // maxHitRaces bounds how often Start retries a hit whose binding lost its
@@ -76,12 +100,8 @@ func (c *Coordinator) Start(ctx context.Context, key string, propose Propose) (*
 		if !a.Hit() {
 			return c.firstTurn(ctx, key, a, propose)
 		}
-		if rec := c.cached(key, a.Lease.Version()); rec != nil && c.hitLease(rec) {
-			c.st.cachedHits.Add(1)
-			if int64(c.core.Now())-rec.lastTouch.Load() >= int64(c.cfg.TouchInterval) {
-				c.kickTouch(rec)
-			}
-			return &Turn{c: c, key: key, ctx: ctx, state: turnHit, lease: a.Lease, rec: rec, target: a.Lease.Target()}, nil
+		if t := c.hitTurn(ctx, key, a); t != nil {
+			return t, nil
 		}
 		// The binding's record was evicted as the hit took it: end the
 		// binding (a no-op if the eviction did) and place the session.
@@ -190,11 +210,17 @@ func (t *Turn) Context(parent context.Context) (context.Context, context.CancelF
 func (t *Turn) Complete(out placement.Outcome) error {
 	switch t.state {
 	case turnHit:
-		t.state = turnHitCompleted
+		t.state, t.hitOutcome = turnHitCompleted, out
 		switch out {
 		case placement.Accepted:
 			return nil
 		case placement.DefinitelyNotAccepted:
+			if t.begun {
+				// The binding ends on this replica at once (its worker
+				// likely lost the session's state); the claim moves with
+				// the turn's next Dispatch.
+				t.refused = t.c.endRefusedHit(t.rec)
+			}
 			return &RefusedError{Key: t.key, Tried: []claims.Target{t.target}, Hit: true}
 		}
 		return fmt.Errorf("replica: session %q on %s: %w", t.key, t.target, ErrOutcomeUnknown)
@@ -224,6 +250,15 @@ func (t *Turn) Complete(out placement.Outcome) error {
 		}
 		c.st.refusals.Add(1)
 		t.tried = append(t.tried, t.target)
+		if t.begun {
+			// The caller names the next target (Dispatch), which moves
+			// the refused claim there.
+			t.refusedBegun()
+			if t.dispatches >= c.cfg.MaxAttempts {
+				t.state = turnOver
+			}
+			return &RefusedError{Key: t.key, Tried: append([]claims.Target(nil), t.tried...)}
+		}
 		c.closeRefused(t.rec)
 		t.rec = nil
 		if t.dispatches >= c.cfg.MaxAttempts {
@@ -257,7 +292,16 @@ func (t *Turn) Done(final bool) {
 	case turnDispatching:
 		_ = t.Complete(placement.Ambiguous)
 	case turnHit, turnHitCompleted, turnBound:
+		if t.state == turnHitCompleted && t.hitOutcome == placement.Ambiguous && !final {
+			// Its outcome unknown: the lease ends without refreshing the
+			// binding's idle deadline (the core's Abandon), as the
+			// affinity layer's row L2 says.
+			_ = t.lease.Abandon()
+		}
 		c.endLease(t.rec, t.lease, final)
+	}
+	if t.found != nil {
+		t.endBegun()
 	}
 	if t.acq.Reservation != nil {
 		t.acq.Done()
@@ -382,9 +426,23 @@ func (c *Coordinator) readClaim(t *Turn) (*record, error) {
 		}
 		epoch := c.epoch.Load()
 		tried := t.tried
-		cl, created, callEpoch, err := c.createOrGet(t.ctx, s.key, func() (claims.Target, error) {
-			return t.propose(c.view.Load().list, tried)
-		})
+		var (
+			cl        claims.Claim
+			created   bool
+			callEpoch uint64
+			err       error
+		)
+		if t.known != nil {
+			// The claim this turn's move wrote (its own write, as a
+			// created claim), checked against the Resets and Deletes
+			// since the move was asked for, like any claim read.
+			cl, created, epoch, callEpoch = *t.known, !t.knownAdopted, t.knownEpoch, t.knownEpoch
+			t.known = nil
+		} else {
+			cl, created, callEpoch, err = c.createOrGet(t.ctx, s.key, func() (claims.Target, error) {
+				return t.propose(c.view.Load().list, tried)
+			})
+		}
 		if err != nil {
 			if errors.Is(err, claims.ErrUnavailable) {
 				return c.placeUnclaimed(t)
@@ -510,6 +568,12 @@ func (c *Coordinator) bound(t *Turn) {
 	s.mu.Lock()
 	s.addLeaseLocked(rec)
 	rec.state = recBound
+	if rec.rev != 0 && rec.rev == s.refusedRev {
+		// Bound again under the revision whose binding ended here (a
+		// dispatch to the same target adopted it): it is the session's
+		// binding again.
+		s.refusedRev = 0
+	}
 	evicted := rec.evicted.Load()
 	if evicted {
 		// The claim ended while the request was dispatched: the request
@@ -566,6 +630,7 @@ func (c *Coordinator) quarantine(t *Turn, coreErr error) error {
 		rec, t.rec = nrec, nrec
 	}
 	rec.state, rec.own, rec.attempt, rec.coreGen = recQuarantined, true, amb.Attempt, amb.Generation
+	rec.qSince, rec.qUntil, rec.qAt = c.core.Now(), amb.Expires, amb.DispatchedAt
 	qe := rec.quarantinedErrLocked()
 	if rec.unclaimed {
 		s.mu.Unlock()
@@ -584,14 +649,15 @@ func (c *Coordinator) quarantine(t *Turn, coreErr error) error {
 			// quarantine all the same (a write whose reply was lost): read
 			// what it holds (the late-quarantine path settles it there).
 			unsure := rec.unsure && !rec.written
-			if !pending && !unsure {
+			reopens := mutant("ReopensSettled") // broken: the settled attempt's write is retried anyway
+			if !pending && !unsure && !reopens {
 				s.mu.Unlock()
 				return nil
 			}
 			s.writing++
 			epoch := c.epoch.Load()
 			s.mu.Unlock()
-			return c.writeQuarantine(ctx, rec, rev, amb.Attempt, gen, epoch, !pending)
+			return c.writeQuarantine(ctx, rec, rev, amb.Attempt, gen, epoch, !pending && !reopens)
 		})
 	}
 	s.mu.Lock()
@@ -735,6 +801,12 @@ func (c *Coordinator) closeRefused(rec *record) {
 // endLease ends a turn's lease on rec; the last local lease of a closing
 // or evicted record closes or unholds its claim.
 func (c *Coordinator) endLease(rec *record, lease placement.Lease[claims.Target], final bool) {
+	if final && rec.refusedHere.Load() {
+		// Its binding ended here already: the final request closes
+		// nothing (its lease is released, as the core's Close of a lease
+		// on an invalidated binding does).
+		final = false
+	}
 	if final {
 		rec.closing.Store(true)
 		_ = lease.Close()
@@ -1130,7 +1202,8 @@ func (c *Coordinator) coreErr(key string, err error) error {
 			return rec.quarantinedErrLocked()
 		}
 	}
-	qe := &QuarantinedError{Key: key, Attempt: amb.Attempt, Target: amb.Target, Local: true}
+	qe := &QuarantinedError{Key: key, Attempt: amb.Attempt, Target: amb.Target, Local: true,
+		Until: amb.Expires, DispatchedAt: amb.DispatchedAt}
 	if m, ok := c.view.Load().byWorker[amb.Target.Worker]; ok {
 		qe.Gen = m.Gen
 	}

@@ -1,4 +1,4 @@
-package replica
+package replicaetcd_test
 
 import (
 	"context"
@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -16,6 +17,7 @@ import (
 	"github.com/placementlab/placement/impl/claims/etcdstore"
 	"github.com/placementlab/placement/impl/claims/etcdstore/embedded"
 	"github.com/placementlab/placement/impl/placement"
+	"github.com/placementlab/placement/impl/replica"
 )
 
 // Replicas as goroutines against the embedded etcd server (loopback
@@ -74,13 +76,15 @@ func (e *etcdEnv) store(replica string, endpoints ...string) *countingStore {
 }
 
 // replica starts a Coordinator of name on its own store.
-func (e *etcdEnv) replica(name string, endpoints ...string) *Coordinator {
+func (e *etcdEnv) replica(name string, endpoints ...string) *replica.Coordinator {
 	e.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	c, err := New(ctx, Config{Store: e.store(name, endpoints...), Name: name, IdleTTL: e.opts.IdleTTL,
+	cs := e.store(name, endpoints...)
+	c, err := replica.New(ctx, replica.Config{Store: cs, Name: name, IdleTTL: e.opts.IdleTTL,
 		StoreTimeout: e.timeout, StoreRetry: 200 * time.Millisecond})
 	require.NoError(e.t, err)
+	cs.rep.Store(c)
 	e.t.Cleanup(func() { _ = c.Close() })
 	return c
 }
@@ -118,7 +122,7 @@ func TestEtcd_ReplicasAsGoroutines(t *testing.T) {
 			e := newEtcdEnv(t, members, 3, 10*time.Second)
 			eps := e.c.Endpoints()
 			const replicas, goroutines, sessions, turns = 3, 4, 12, 3
-			reps := make([]*Coordinator, replicas)
+			reps := make([]*replica.Coordinator, replicas)
 			for i := range reps {
 				reps[i] = e.replica(fmt.Sprintf("r%d", i), eps[i%len(eps)])
 			}
@@ -186,12 +190,12 @@ func TestEtcd_ReplicasAsGoroutines(t *testing.T) {
 
 			// Every replica's final turn of each session: the first
 			// close marks the claim Closing (the others hold it), a
-			// replica that has seen that refuses the turn (ErrClosing),
+			// replica that has seen that refuses the turn (replica.ErrClosing),
 			// and the last holder's close or unhold deletes the claim.
 			for _, r := range reps {
 				for k := range sessions {
 					tu, err := r.Start(ctx, fmt.Sprintf("s%d", k), nil)
-					if errors.Is(err, ErrClosing) {
+					if errors.Is(err, replica.ErrClosing) {
 						continue
 					}
 					require.NoError(t, err)
@@ -219,16 +223,16 @@ func TestEtcd_MemberStoppedAndRestarted(t *testing.T) {
 	defer cancel()
 	e := newEtcdEnv(t, 3, 3, time.Second)
 	eps := e.c.Endpoints()
-	reps := []*Coordinator{e.replica("r0", eps[0]), e.replica("r1", eps[1]), e.replica("r2", eps[2])}
+	reps := []*replica.Coordinator{e.replica("r0", eps[0]), e.replica("r1", eps[1]), e.replica("r2", eps[2])}
 	for _, r := range reps {
 		serve(t, r, "cached", to("w0"), placement.Accepted, false)
 	}
 
 	require.NoError(t, e.c.StopMember(0))
-	calls := e.stores["r0"].total.Load()
+	calls := e.stores["r0"].calls()
 	hit := serve(t, reps[0], "cached", nil, placement.Accepted, false)
 	assert.True(t, hit.Hit())
-	assert.Equal(t, calls, e.stores["r0"].total.Load(), "a cached turn called the store")
+	assert.Equal(t, calls, e.stores["r0"].calls(), "a cached turn called the store")
 	own := serve(t, reps[0], "own", to("w1"), placement.Accepted, false)
 	assert.True(t, own.Unclaimed())
 	contested := serve(t, reps[0], "contested", to("w1"), placement.Accepted, false)
@@ -271,4 +275,59 @@ func TestEtcd_MemberStoppedAndRestarted(t *testing.T) {
 	assert.Equal(t, claims.Target{Worker: "w2"}, cl.Target)
 	cl, _ = e.claim("own")
 	assert.Equal(t, claims.Target{Worker: "w1"}, cl.Target)
+}
+
+// lateQuarantineStore lets the next Quarantine reach the store and then
+// answers it as a deadline that passed (the reply came too late), as a
+// wrapped etcd client sees when the leader answers after the request's
+// deadline.
+type lateQuarantineStore struct {
+	claims.Store
+	lose atomic.Bool
+}
+
+func (s *lateQuarantineStore) Quarantine(ctx context.Context, key string, rev int64, attempt uint64, gen int64) (claims.Claim, error) {
+	q, err := s.Store.Quarantine(ctx, key, rev, attempt, gen)
+	if err == nil && s.lose.CompareAndSwap(true, false) {
+		return claims.Claim{}, fmt.Errorf("quarantine %q: the reply came after the deadline: %w", key, context.DeadlineExceeded)
+	}
+	return q, err
+}
+
+// On the embedded etcd server: a quarantine written whose reply came
+// after its deadline is settled by reading the claim; Resolve settles it
+// in etcd, and another replica serves the session (issue 25, item 1).
+func TestEtcd_LateQuarantineReplySettled(t *testing.T) {
+	e := newEtcdEnv(t, 1, 1, 10*time.Second)
+	ls := &lateQuarantineStore{Store: e.store("r1")}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	r1, err := replica.New(ctx, replica.Config{Store: ls, Name: "r1", StoreTimeout: e.timeout, StoreRetry: 200 * time.Millisecond})
+	require.NoError(t, err)
+	defer func() { _ = r1.Close() }()
+	r2 := e.replica("r2")
+	tu, err := r1.Start(ctx, "s", to("w0"))
+	require.NoError(t, err)
+	ls.lose.Store(true)
+	var qe *replica.QuarantinedError
+	require.ErrorAs(t, tu.Complete(placement.Ambiguous), &qe)
+	tu.Done(false)
+	cl, ok := e.claim("s")
+	require.True(t, ok)
+	require.Equal(t, claims.Quarantined, cl.State, "the quarantine landed")
+	require.NoError(t, r1.Resolve(ctx, "s", qe.Attempt, qe.Gen, true))
+	cl, ok = e.claim("s")
+	require.True(t, ok)
+	require.Equal(t, claims.Bound, cl.State, "Resolve returned nil, yet etcd keeps the quarantine")
+	require.Eventually(t, func() bool {
+		tu, err := r2.Start(ctx, "s", nil)
+		if err != nil {
+			return false
+		}
+		defer tu.Done(false)
+		if !tu.Hit() {
+			require.NoError(t, tu.Complete(placement.Accepted))
+		}
+		return tu.Target() == claims.Target{Worker: "w0"}
+	}, waitFor, tick, "r2 does not serve the session")
 }
