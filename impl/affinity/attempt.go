@@ -43,6 +43,9 @@ func (a *Attempt) Target() Target { return a.target }
 // the router nor the layer sees. Use a header of your own (for example
 // X-Placement-Attempt), or set the request's GetBody to nil.
 func (a *Attempt) ID() uint64 {
+	if a.kind == attemptFirst && a.t.rt != nil {
+		return a.t.rt.Attempt()
+	}
 	if a.d == nil {
 		return 0
 	}
@@ -57,6 +60,9 @@ func (a *Attempt) Hit() bool { return a.kind == attemptHit }
 // outcome came first (placement.Dispatch.Context); otherwise a cancellable
 // copy of parent. Call cancel when the call (its whole body) ends.
 func (a *Attempt) Context(parent context.Context) (context.Context, context.CancelFunc) {
+	if a.kind == attemptFirst && a.t.rt != nil {
+		return a.t.rt.Context(parent)
+	}
 	if a.d == nil {
 		return context.WithCancel(parent)
 	}
@@ -88,6 +94,9 @@ func (t *Turn) Dispatch(target Target) (*Attempt, error) {
 	if t.req.HasPin && !t.req.Pin.Accepts(target) {
 		l.stats.errors.Add(1)
 		return nil, &MismatchError{Binding: t.req.Pin, Dispatch: target}
+	}
+	if t.rt != nil || (l.replicated() && t.st != turnUnpinned) {
+		return t.dispatchReplica(target)
 	}
 	switch t.st {
 	case turnBound:
@@ -242,6 +251,9 @@ func (a *Attempt) Complete(o placement.Outcome) error {
 	if o == placement.Accepted {
 		t.served = true
 	}
+	if t.rt != nil && a.kind != attemptUnpinned {
+		return a.completeReplica(o)
+	}
 	switch a.kind {
 	case attemptFirst:
 		lease, err := a.d.Complete(o)
@@ -325,6 +337,12 @@ func (a *Attempt) Complete(o placement.Outcome) error {
 // reservation never
 // dispatched. Done is idempotent.
 func (t *Turn) Done() {
+	if t.rt != nil {
+		t.flying = nil
+		t.endReplica()
+		t.st = turnEnded
+		return
+	}
 	if t.st == turnEnded && t.lease == (placement.Lease[slot]{}) && t.acq == (placement.Acquisition[slot]{}) {
 		return
 	}

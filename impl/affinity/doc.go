@@ -6,7 +6,9 @@
 // operator watches. Every rule below is a row of the contract table, and
 // each row has its test (contract_test.go, named for the row).
 //
-// It imports only the standard library and the core.
+// It imports the standard library, the core, and, for a layer over
+// replicas, impl/replica and impl/claims (whose only third-party module is
+// golang.org/x/sync); no store backend: the caller passes the store.
 //
 // # A request
 //
@@ -117,6 +119,11 @@
 //	                                                           Resolve Accepted binds nothing
 //	M1   a request moved MaxMoves times           -            unpinned (CauseMovesExhausted)        same as soft
 //
+// Every row holds over replicas too (Config.Replicas; the contract tests
+// run on both backends). Where a row's meaning differs across replicas
+// (B1-B6, P3, P4, S2, Q1, C1, A1, A2, L1, L2, F1), the Replicas section
+// below says how and why.
+//
 // Why quarantines differ by mode (Q1): engines such as vLLM and SGLang have
 // no endpoint that answers "did attempt N arrive?", so with them an
 // ambiguous first turn can only end by QuarantineTTL. Soft mode keeps the
@@ -154,6 +161,68 @@
 // that have shown a second turn, and established sessions are never
 // touched. A reserve for established sessions alone would not do: new
 // sessions that are real would be refused with the flood.
+//
+// # Replicas
+//
+// Config.Replicas runs the same layer over a claims store that several
+// router replicas share (impl/claims, specified in spec/tla/Claims.tla):
+// each phase's table is an impl/replica Coordinator, a local core in front
+// of the store, so a session's binding is one claim that every replica
+// routes by, and its quarantine is seen by every replica. A router's
+// request code does not change: Start, Eligible, Dispatch, Complete and
+// Done are the same calls, and every row of the contract table holds over
+// replicas (the contract tests run on both backends). Where a row's
+// meaning differs across replicas:
+//
+//   - B3, B4, B6, P3, P4: a session bound by another replica is bound here
+//     too: Start reads its claim (one store read for a session this
+//     replica has not cached), and a dispatch the binding accepts adopts
+//     it; that first dispatch on this replica carries an attempt id (the
+//     replica dispatches it as it places a session), so an Ambiguous
+//     outcome quarantines the claim on every replica rather than keeping
+//     it (L2 holds for the later turns of a session this replica holds).
+//   - B2, B5, L1, P4 (moves): a move rewrites the claim, fenced by the
+//     revision the request read (claims.Store.Move, the spec's Move): of
+//     concurrent moves on any replicas the first wins; a loser adopts the
+//     winner's binding if it accepts its target, and otherwise goes
+//     unpinned (CauseMoveLost). A binding whose worker failed, and a
+//     refused later turn, end the binding on this replica at once, and
+//     the claim moves with the request's next dispatch: a request that
+//     gives up without one leaves the claim where it was on the other
+//     replicas (their next turn goes there, and is moved if refused).
+//   - B1 and membership: Join registers the worker in the store
+//     (claims.Store.Register, idempotent for the same identity), so a
+//     restart's new identity is a new generation that fences every
+//     replica's bindings to the worker (this replica's at once, the
+//     others' at the store's MembersChanged event), and a flap (Fail, then
+//     Join with the same identity) fences nothing anywhere. Fail is local
+//     (each replica's health check). Leave deregisters the worker: every
+//     replica's claims on it are stale. The registration lives with the
+//     store session that wrote it first (see docs/claims.md, "Who
+//     registers"): in production a worker's own agent registers it, and
+//     the replicas' Joins with its identity change nothing.
+//   - Q1: a quarantine another replica opened refuses (hard) or unpins
+//     (soft) here too; its Until is this replica's QuarantineTTL from now
+//     (the other's times are not known). A QuarantineTTL that ends this
+//     replica's own quarantine settles the store's as not accepted, so the
+//     session is free on every replica. Resolve settles a quarantine from
+//     any replica that lists it (Quarantined: its own, and those it read),
+//     through the store, once: a second Resolve is fenced.
+//   - F1: a final request closes the claim when this replica's last lease
+//     ends: deleted, or Closing while another replica holds it (deleted by
+//     that one's last release); meanwhile the session's requests go
+//     unpinned (CauseClosing). A final request's quarantine resolved
+//     Accepted binds nothing (it is settled as not accepted).
+//   - C1, A1, A2: the table is this replica's; a session bound by another
+//     replica is never refused for this one's pressure (its claim is read
+//     first), and the doorkeeper is per replica.
+//   - S2: a request waits for another request placing the session on
+//     this replica; one placing it on another replica does not make it
+//     wait (the first claim written wins, and the other adopts it).
+//
+// While the store is unreachable each replica serves the sessions it
+// holds and places new ones locally, reconciled when the store is back
+// (impl/replica's doc).
 //
 // # Observability
 //

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/placementlab/placement/impl/affinity"
+	"github.com/placementlab/placement/impl/claims/memstore"
 	"github.com/placementlab/placement/impl/placement"
 )
 
@@ -137,4 +138,45 @@ func Example_manualClock() {
 	// Output:
 	// bound: w true
 	// after two idle minutes: false expirations: 1
+}
+
+// Two router replicas on one claims store (here the in-memory one; in
+// production etcdstore or dirstore): a session placed through one is
+// bound on the other too, and the same request code serves on both.
+func Example_replicas() {
+	backend := memstore.NewBackend(memstore.Config{})
+	defer backend.Close()
+	var layers []*affinity.Layer
+	for _, name := range []string{"router-0", "router-1"} {
+		store := backend.Open(name) // each replica's own handle (its store session)
+		defer store.Shutdown()
+		l, err := affinity.New(affinity.Config{Replicas: &affinity.Replicas{Store: store, Name: name}})
+		if err != nil {
+			panic(err)
+		}
+		defer l.Close()
+		for _, id := range []string{"a", "b"} { // registered in the store (the same identity: once)
+			if _, err := l.Join(affinity.Worker{ID: id, Identity: "boot-1"}); err != nil {
+				panic(err)
+			}
+		}
+		layers = append(layers, l)
+	}
+	all := []affinity.Candidate{{Target: affinity.WorkerOnly("a")}, {Target: affinity.WorkerOnly("b")}}
+	ns := affinity.Namespace{Model: "llama-70b", Tenant: "acme"}
+	h := http.Header{}
+	h.Set("X-Session-ID", "conversation-7")
+	ctx := context.Background()
+	accept := func(context.Context, affinity.Target, uint64) placement.Outcome { return placement.Accepted }
+
+	t, _ := serve(ctx, layers[0], ns, h, all[1:], accept) // router-0 places the session on b
+	fmt.Println("router-0:", t)
+	t, _ = serve(ctx, layers[1], ns, h, all, accept) // router-1 reads the claim: narrowed to b
+	fmt.Println("router-1:", t)
+	t, _ = serve(ctx, layers[1], ns, h, all, accept) // and now holds it: a cached hit
+	fmt.Println("router-1:", t, "hits", layers[1].Stats().Hits)
+	// Output:
+	// router-0: b
+	// router-1: b
+	// router-1: b hits 1
 }

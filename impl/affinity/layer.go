@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/placementlab/placement/impl/placement"
+	"github.com/placementlab/placement/impl/replica"
 	"github.com/placementlab/placement/internal/testhooks"
 )
 
@@ -103,6 +104,11 @@ type Config struct {
 	// returns to the binding. By default (false) one refusal moves the
 	// binding (row L1): a worker that refuses has likely lost its state.
 	KeepOnRefusal bool
+	// Replicas, when set, runs the layer over a claims store that router
+	// replicas share (see Replicas and the package's Replicas section):
+	// a router's request code is the same either way. Nil: the local core
+	// alone (one router process).
+	Replicas *Replicas
 }
 
 // Defaults of Config's zero fields.
@@ -121,9 +127,12 @@ type Layer struct {
 	// targets caches Targets' list for the membership's current snapshot.
 	targets atomic.Pointer[targetList]
 	core    [numPhases]*placement.Coordinator[slot]
-	door    [numPhases]*doorkeeper
-	admit   int // a phase table's Len at which second-turn admission starts
-	stats   counters
+	// rep are the phases' replica coordinators when the layer runs over
+	// replicas (Config.Replicas; core is then unused).
+	rep   [numPhases]*replica.Coordinator
+	door  [numPhases]*doorkeeper
+	admit int // a phase table's Len at which second-turn admission starts
+	stats counters
 	// finalQ holds the attempts of final requests whose placing dispatch
 	// ended ambiguous: a Resolve that binds one ends the binding at once
 	// (the session is over). Entries leave when their quarantine ends.
@@ -224,6 +233,13 @@ func New(cfg Config) (*Layer, error) {
 	}
 	cfg.Headers = cfg.Headers.canonical()
 	l := &Layer{cfg: cfg, mem: newMembership()}
+	if cfg.Replicas != nil {
+		if err := l.newReplicas(cfg); err != nil {
+			return nil, err
+		}
+		l.admit = int(math.Ceil(cfg.AdmitAllBelow * float64(l.rep[0].MaxEntries())))
+		return l, nil
+	}
 	for p := range l.core {
 		finalQ := &l.finalQ[p]
 		c, err := placement.New(placement.Config[slot]{
@@ -253,6 +269,12 @@ func New(cfg Config) (*Layer, error) {
 // waiting request with placement.ErrClosed (see placement.Coordinator.Close:
 // what requests hold can still be ended).
 func (l *Layer) Close() error {
+	if l.replicated() {
+		for _, c := range l.rep {
+			_ = c.Close()
+		}
+		return nil
+	}
 	for _, c := range l.core {
 		c.Close()
 	}
@@ -260,7 +282,12 @@ func (l *Layer) Close() error {
 }
 
 // Now returns the time on the layer's clock (placement.Coordinator.Now).
-func (l *Layer) Now() time.Duration { return l.core[0].Now() }
+func (l *Layer) Now() time.Duration {
+	if l.replicated() {
+		return l.rep[0].Now()
+	}
+	return l.core[0].Now()
+}
 
 // Mode returns the layer's mode.
 func (l *Layer) Mode() Mode { return l.cfg.Mode }
@@ -279,6 +306,14 @@ func (l *Layer) Join(w Worker) (JoinKind, error) {
 	}
 	l.mem.mu.Lock()
 	defer l.mem.mu.Unlock()
+	if l.replicated() && !mutant("JoinLocalOnly") {
+		// The store's registration first: its generation is what fences
+		// every replica's claims on a restart; the same identity changes
+		// nothing there (a flap fences nothing anywhere).
+		if err := l.registerAll(w); err != nil {
+			return 0, err
+		}
+	}
 	old, known := l.mem.load().current(w.ID)
 	kind := Joined
 	switch {
@@ -328,6 +363,16 @@ func (l *Layer) Leave(worker string) error {
 	}
 	l.mem.publish(func(ms members) { delete(ms, worker) })
 	l.fence(old)
+	if l.replicated() && !mutant("JoinLocalOnly") {
+		// After the membership: a request that finds its binding fenced
+		// by the store's change finds the worker gone too, as over the
+		// core (the publish, then the fence). A store that cannot be
+		// reached keeps the registration: the error says so, and the
+		// other replicas keep the worker until it is deregistered.
+		if err := l.deregisterAll(worker); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 
@@ -338,6 +383,15 @@ func (l *Layer) Leave(worker string) error {
 func (l *Layer) fence(m *member) {
 	if testBeforeFence != nil {
 		testBeforeFence()
+	}
+	if l.replicated() {
+		// The store's new generation (or the registration's end) fences
+		// the claims: registerAll and deregisterAll read it back into
+		// each phase's replica before this.
+		for p := range l.rep {
+			l.stats.moves[MoveWorkerGone].Add(uint64(l.replicaBound(Phase(p), m, WorkerOnly(m.ID))))
+		}
+		return
 	}
 	bump := func(c *placement.Coordinator[slot], s slot) {
 		l.stats.moves[MoveWorkerGone].Add(uint64(c.Bindings(s)))
@@ -420,6 +474,9 @@ func (l *Layer) Bound(p Phase, t Target) int {
 	if !ok || p >= numPhases {
 		return 0
 	}
+	if l.replicated() {
+		return l.replicaBound(p, m, t)
+	}
 	c := l.core[p]
 	if t.HasRank {
 		return c.Bindings(slotOf(t, m.instance))
@@ -475,6 +532,9 @@ func (l *Layer) Query(key Key, p Phase) (Target, bool) {
 	if key.IsZero() || p >= numPhases {
 		return Target{}, false
 	}
+	if l.replicated() {
+		return l.replicaQuery(key, p)
+	}
 	info, err := l.core[p].Query(key.k)
 	if err != nil || info.State != placement.StateBound {
 		return Target{}, false
@@ -513,6 +573,9 @@ type Quarantine struct {
 // Quarantined lists the quarantined sessions of both phases, oldest first
 // within a phase: a resolver's work list (it costs a walk of the tables).
 func (l *Layer) Quarantined() []Quarantine {
+	if l.replicated() {
+		return l.replicaQuarantined()
+	}
 	var out []Quarantine
 	ms := l.mem.load()
 	for p, c := range l.core {
@@ -543,6 +606,9 @@ func (l *Layer) Resolve(q Quarantine, res placement.Resolution) error {
 	if q.Phase >= numPhases || q.Key.IsZero() {
 		return placement.ErrInvalidArgument
 	}
+	if l.replicated() {
+		return l.replicaResolve(q, res)
+	}
 	c := l.core[q.Phase]
 	err := c.Resolve(q.Key.k, q.Attempt, q.Generation, res)
 	switch {
@@ -565,6 +631,9 @@ func (l *Layer) Resolve(q Quarantine, res placement.Resolution) error {
 func (l *Layer) EndSession(key Key) (bool, error) {
 	if key.IsZero() {
 		return false, nil
+	}
+	if l.replicated() {
+		return l.replicaEndSession(key)
 	}
 	removed := false
 	for _, c := range l.core {

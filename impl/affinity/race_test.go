@@ -2,8 +2,11 @@ package affinity
 
 import (
 	"errors"
+	"strings"
 	"testing"
+	"time"
 
+	"github.com/placementlab/placement/impl/claims/memstore"
 	"github.com/placementlab/placement/impl/placement"
 )
 
@@ -13,9 +16,19 @@ import (
 // is dispatched (the attempt is rolled back), the dispatch returns
 // ErrPinnedWorkerGone, and the session is still the request's to place.
 func TestContract_MembershipChangeBeforeDispatch(t *testing.T) {
-	for _, change := range []string{"leave", "restart", "fail"} {
+	for _, change := range []string{"leave", "restart", "fail", "leave/replicas", "restart/replicas", "fail/replicas"} {
 		t.Run(change, func(t *testing.T) {
-			l, err := New(Config{Clock: placement.NewManualClock(0)})
+			cfg := Config{Clock: placement.NewManualClock(0)}
+			if strings.HasSuffix(change, "/replicas") {
+				// The same over a replica on an in-memory claims store.
+				change = strings.TrimSuffix(change, "/replicas")
+				b := memstore.NewBackend(memstore.Config{Clock: cfg.Clock})
+				defer b.Close()
+				h := b.Open("r1")
+				defer func() { _ = h.Shutdown() }()
+				cfg.Replicas = &Replicas{Store: h, Name: "r1", StoreTimeout: 2 * time.Second}
+			}
+			l, err := New(cfg)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -75,7 +75,19 @@ func (l *Layer) Stats() Stats {
 	// The walks first: they apply passed deadlines (and the quarantines a
 	// restart ended), whose events the counters below then include.
 	var out Stats
+	for p, c := range l.rep {
+		if c == nil {
+			break
+		}
+		q := len(c.Quarantined())
+		out.Tables[p] = TableStats{Live: c.Len(), Quarantined: q, Capacity: c.MaxEntries(), AdmitMark: l.admit}
+		out.Live += c.Len()
+		out.Quarantined += q
+	}
 	for p, c := range l.core {
+		if c == nil {
+			break
+		}
 		cs := c.Stats()
 		out.Tables[p] = TableStats{Live: int(cs.Live), Quarantined: int(cs.Quarantined),
 			Capacity: c.Config().MaxEntries, AdmitMark: l.admit}
@@ -98,6 +110,11 @@ func (l *Layer) Stats() Stats {
 		out.Moves[i] = s.moves[i].Load()
 	}
 	out.Tables, out.Live, out.Quarantined = tables, live, quarantined
+	for _, c := range l.rep {
+		if c != nil {
+			out.Waits += c.Stats().Waits
+		}
+	}
 	out.Workers = l.Workers()
 	return out
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/placementlab/placement/impl/placement"
+	"github.com/placementlab/placement/impl/replica"
 	"github.com/placementlab/placement/internal/testhooks"
 )
 
@@ -41,6 +42,11 @@ const (
 	// CauseHitRefused: the bound worker refused a later turn and
 	// Config.KeepOnRefusal kept the binding: the request went elsewhere.
 	CauseHitRefused
+	// CauseClosing: over replicas, the session's final request ended on
+	// a replica while another still holds its claim: it is deleted when
+	// the last holder lets go, and meanwhile the session's requests go
+	// unpinned.
+	CauseClosing
 	// NumCauses is the number of causes: the length of Stats.Unpinned.
 	NumCauses
 )
@@ -48,7 +54,7 @@ const (
 const numCauses = NumCauses
 
 var causeNames = [numCauses]string{"none", "off", "no_session", "capacity", "admission", "quarantined",
-	"move_lost", "moves_exhausted", "leases", "reservation_lost", "hit_refused"}
+	"move_lost", "moves_exhausted", "leases", "reservation_lost", "hit_refused", "closing"}
 
 // String names c (the label the Prometheus adapter uses).
 func (c Cause) String() string {
@@ -120,6 +126,12 @@ type Turn struct {
 	remember bool // an unseen session's first turn: the doorkeeper records its target
 	flying  *Attempt
 	outcome placement.Outcome // of the last attempt on a hit
+
+	// Over replicas (Config.Replicas): the replica's turn, and the
+	// session's binding it holds or read (turnBound, turnMoving).
+	rt     *replica.Turn
+	rbound Target
+	ctx    context.Context
 }
 
 // Start begins a request: it reads the session's binding in the request's
@@ -146,6 +158,13 @@ func (l *Layer) Start(ctx context.Context, req Request) (*Turn, error) {
 		return t.unpinned(CauseOff), nil
 	case req.Session.IsZero():
 		return t.unpinned(CauseNoSession), nil
+	}
+	if l.replicated() {
+		if err := t.acquireReplica(ctx); err != nil {
+			return nil, err
+		}
+		t.admitReplica()
+		return t, nil
 	}
 	t.c = l.core[req.Phase]
 	if t.c.Len() >= l.admit && !mutant("AdmitsFlood") {
@@ -359,7 +378,47 @@ func (t *Turn) Bound() (Target, bool) {
 	if t.st != turnBound {
 		return Target{}, false
 	}
-	return t.lease.Target().target(), true
+	return t.boundTarget(), true
+}
+
+// boundTarget is the binding a bound request holds (or, over replicas,
+// read).
+func (t *Turn) boundTarget() Target {
+	if t.rt != nil {
+		return t.rbound
+	}
+	return t.lease.Target().target()
+}
+
+// admitReplica applies second-turn admission over replicas once the
+// session's claim was read: a session with no claim anywhere, on a
+// replica whose table is under pressure, that the doorkeeper has not seen
+// goes unpinned (its read wrote nothing); a second turn is narrowed to
+// the first's target. A session another replica bound is never refused
+// for this replica's pressure: its binding is read first.
+func (t *Turn) admitReplica() {
+	l, c := t.l, t.l.rep[t.req.Phase]
+	// The table's entries other than this turn's own reservation (the
+	// core's path measures before it reserves).
+	n := c.Len() - 1
+	if t.st != turnReserved || t.rt == nil || n < l.admit || mutant("AdmitsFlood") {
+		return
+	}
+	if _, ok := t.rt.Claim(); ok {
+		return
+	}
+	hint, ok, seen := l.door[t.req.Phase].check(t.req.Session)
+	if !seen {
+		t.endReplica()
+		t.remember = true
+		if n >= c.MaxEntries() {
+			t.unpinned(CauseCapacity)
+			return
+		}
+		t.unpinned(CauseAdmission)
+		return
+	}
+	t.hint, t.hinted = hint, ok
 }
 
 // Placing reports whether the request places the session: its next
@@ -387,11 +446,11 @@ func (t *Turn) Eligible(cands []Candidate, allow func(worker string) bool) ([]Ca
 	case t.req.HasPin && t.st == turnBound:
 		// The pin agrees with the binding (Start refuses a pin that
 		// conflicts in hard mode; in soft mode a disagreeing pin wins).
-		e = e.WithPin(t.req.Pin).WithBinding(t.lease.Target().target())
+		e = e.WithPin(t.req.Pin).WithBinding(t.boundTarget())
 	case t.req.HasPin:
 		e = e.WithPin(t.req.Pin)
 	case t.st == turnBound:
-		e = e.WithBinding(t.lease.Target().target())
+		e = e.WithBinding(t.boundTarget())
 	case t.hinted && (t.st != turnUnpinned || t.cause == CauseQuarantined):
 		e = e.WithHint(t.hint)
 	}

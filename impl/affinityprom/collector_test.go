@@ -190,6 +190,7 @@ func TestScrape(t *testing.T) {
 		p + `unpinned_total{cause="off"}`:                       0,
 		p + `unpinned_total{cause="no_session"}`:                1,
 		p + `unpinned_total{cause="capacity"}`:                  0,
+		p + `unpinned_total{cause="closing"}`:                   0,
 		p + `unpinned_total{cause="admission"}`:                 0,
 		p + `unpinned_total{cause="quarantined"}`:               1,
 		p + `unpinned_total{cause="move_lost"}`:                 0,

@@ -330,7 +330,7 @@ func (h *Health) apply(id string, r report, state map[string]affinity.WorkerInfo
 	}
 	h.fails[id] = 0
 	w := r.worker
-	if member && cur.State == affinity.WorkerUp && cur.Worker == w {
+	if member && cur.State == affinity.WorkerUp && cur.Worker == w && h.cfg.Layer.Registered(id) {
 		return Change{}, false // nothing changed
 	}
 	_, err := h.cfg.Layer.Join(w)
