@@ -8,6 +8,12 @@
 //	go run ./cmd/replay -sessions 100 -mode open -out /tmp/r
 //	go run ./cmd/replay -write-trace /tmp/w.jsonl        # also save the workload
 //	go run ./cmd/replay -trace my.jsonl                  # replay your own trace
+//	go run ./cmd/replay -replicas 1,3,5                  # router replicas: replicas.md, replicas.svg
+//
+// With -replicas, R router replicas behind a random load balancer are
+// compared under the consistency policies (none, best-effort, gossip-lww,
+// claims; see the replay package's "Router replicas"), for each R listed,
+// and the report goes to replicas.md and replicas.svg.
 //
 // The trace format is one replay.Request per line (see the replay package
 // documentation).
@@ -62,6 +68,13 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	out := fs.String("out", filepath.Join("benchmarks", "results", "replay"), "output directory")
 	trace := fs.String("trace", "", "replay this JSONL trace instead of generating a workload")
 	writeTrace := fs.String("write-trace", "", "also write the workload as a JSONL trace to this file")
+	replicas := fs.String("replicas", "", "comma-separated router replica counts: compare the consistency policies instead of the routing policies")
+	consistency := fs.String("consistency", "", "with -replicas: comma-separated consistency policies (default: all)")
+	replicaMode := fs.String("replica-mode", "placement-hard", "with -replicas: the placement policy every replica runs (placement-hard or placement-soft)")
+	syncDelay := fs.Duration("sync-delay", -1, "with -replicas: best-effort's and gossip's message delay (default 100ms)")
+	storeLatency := fs.Duration("store-latency", -1, "with -replicas: claims' store round trip (default 5ms)")
+	eventDelay := fs.Duration("event-delay", -1, "with -replicas: claims' watch event delay (default 50ms)")
+	storeDown := fs.Duration("store-down", -1, "with -replicas: how long claims' store is unreachable, from half the workload's span (default 2m; 0: never)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -110,6 +123,40 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	if *churn {
 		cfg.Churn = replay.DefaultChurn(cfg.Workers, w.Span())
 	}
+	if *replicas != "" {
+		rc := replay.DefaultReplicas(w.Span())
+		rc.Counts = nil
+		for _, f := range strings.Split(*replicas, ",") {
+			var n int
+			if _, err := fmt.Sscan(strings.TrimSpace(f), &n); err != nil {
+				return fmt.Errorf("-replicas: %q is not a count", f)
+			}
+			rc.Counts = append(rc.Counts, n)
+		}
+		if *consistency != "" {
+			rc.Policies = nil
+			for _, name := range strings.Split(*consistency, ",") {
+				c, err := replay.ParseConsistency(strings.TrimSpace(name))
+				if err != nil {
+					return err
+				}
+				rc.Policies = append(rc.Policies, c)
+			}
+		}
+		if rc.Mode, err = replay.ParsePolicy(*replicaMode); err != nil {
+			return err
+		}
+		for _, d := range []struct {
+			flag time.Duration
+			to   *time.Duration
+		}{{*syncDelay, &rc.SyncDelay}, {*storeLatency, &rc.StoreLatency}, {*eventDelay, &rc.EventDelay}, {*storeDown, &rc.StoreDownFor}} {
+			if d.flag >= 0 {
+				*d.to = d.flag
+			}
+		}
+		cfg.Replicas = rc
+		return runReplicas(ctx, cfg, w, wp, *trace, args, *out, stdout)
+	}
 	start := time.Now()
 	rep, err := replay.Run(ctx, cfg, w)
 	if err != nil {
@@ -155,4 +202,34 @@ func writeFile(name string, write func(io.Writer) error) error {
 		return err
 	}
 	return f.Close()
+}
+
+// runReplicas runs and writes the replicated comparison (-replicas).
+func runReplicas(ctx context.Context, cfg replay.Config, w *replay.Workload, wp replay.WorkloadParams, trace string, args []string, out string, stdout io.Writer) error {
+	start := time.Now()
+	rep, err := replay.RunReplicas(ctx, cfg, w)
+	if err != nil {
+		return err
+	}
+	elapsed := time.Since(start)
+	if trace == "" {
+		rep.Workload = &wp
+	} else {
+		rep.Trace = filepath.Base(trace)
+	}
+	rep.Command = strings.TrimSpace("go run ./cmd/replay " + strings.Join(args, " "))
+	if err := os.MkdirAll(out, 0o755); err != nil {
+		return err
+	}
+	const plotName = "replicas.svg"
+	if err := writeFile(filepath.Join(out, plotName), rep.WritePlot); err != nil {
+		return err
+	}
+	if err := writeFile(filepath.Join(out, "replicas.md"), func(f io.Writer) error { return rep.WriteMarkdown(f, plotName) }); err != nil {
+		return err
+	}
+	fmt.Fprint(stdout, rep.Table())
+	fmt.Fprintf(stdout, "wrote %s and %s (%d requests, %d runs, %.1f s)\n",
+		filepath.Join(out, "replicas.md"), filepath.Join(out, plotName), rep.Requests, len(rep.Results), elapsed.Seconds())
+	return nil
 }

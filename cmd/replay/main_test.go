@@ -38,6 +38,30 @@ func TestRun(t *testing.T) {
 	require.Equal(t, table(out1.String()), table(out3.String()), "the trace replays the generated workload")
 }
 
+// TestRunReplicas writes the replicated comparison (replicas.md and
+// replicas.svg), the same bytes twice, next to nothing else.
+func TestRunReplicas(t *testing.T) {
+	dir := t.TempDir()
+	args := []string{"-sessions", "6", "-workers", "5", "-block", "256", "-cache-blocks", "2048", "-out", dir, "-replicas", "1,2", "-store-down", "30s"}
+	var out1, out2 bytes.Buffer
+	require.NoError(t, run(context.Background(), args, &out1))
+	md1, err := os.ReadFile(filepath.Join(dir, "replicas.md"))
+	require.NoError(t, err)
+	svg1, err := os.ReadFile(filepath.Join(dir, "replicas.svg"))
+	require.NoError(t, err)
+	require.Contains(t, string(md1), "| claims      | 2 |")
+	require.Contains(t, string(md1), "![hit ratio, p99 TTFT proxy and split turns per consistency policy and replica count](replicas.svg)")
+	require.Contains(t, string(md1), "for 30s (claims)")
+	require.Contains(t, string(svg1), "<svg")
+	require.NoFileExists(t, filepath.Join(dir, "report.md"))
+	require.NoError(t, run(context.Background(), args, &out2))
+	md2, _ := os.ReadFile(filepath.Join(dir, "replicas.md"))
+	svg2, _ := os.ReadFile(filepath.Join(dir, "replicas.svg"))
+	require.Equal(t, string(md1), string(md2))
+	require.Equal(t, svg1, svg2)
+	require.Contains(t, out1.String(), "| none        | 1 |")
+}
+
 func TestRunErrors(t *testing.T) {
 	dir := t.TempDir()
 	for _, args := range [][]string{
@@ -48,6 +72,10 @@ func TestRunErrors(t *testing.T) {
 		{"-trace", filepath.Join(dir, "missing.jsonl")},
 		{"extra"},
 		{"-no-such-flag"},
+		{"-replicas", "0"},
+		{"-replicas", "two"},
+		{"-replicas", "2", "-consistency", "nope"},
+		{"-replicas", "2", "-replica-mode", "round-robin"},
 	} {
 		var out bytes.Buffer
 		require.Error(t, run(context.Background(), append(args, "-out", dir), &out), "%v", args)

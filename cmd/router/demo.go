@@ -49,6 +49,10 @@ type fakeWorker struct {
 	ledger   *resolver.Ledger
 	rng      *rand.Rand
 	served   atomic.Uint64
+	// register, when set, is the worker's agent registering an identity
+	// in the claims store (the replicas demo); log records what it served.
+	register func(identity string) error
+	log      *servedLog
 }
 
 func startWorker(id string, ranks int, kind behaviour, seed uint64, o options) (*fakeWorker, error) {
@@ -80,14 +84,23 @@ func (w *fakeWorker) url() string { return "http://" + w.ln.Addr().String() }
 // process that restarted (and lost its caches) would have.
 func (w *fakeWorker) restart() error {
 	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.boot++
-	w.identity = fmt.Sprintf("%s-boot-%d", w.id, w.boot)
-	l, err := resolver.NewLedger(resolver.LedgerConfig{Identity: w.identity, Horizon: 10 * time.Minute})
+	boot, register := w.boot+1, w.register
+	w.mu.Unlock()
+	identity := fmt.Sprintf("%s-boot-%d", w.id, boot)
+	if register != nil {
+		// The worker's agent registers the new instance before its
+		// health check reports it: the registration is the worker's own.
+		if err := register(identity); err != nil {
+			return err
+		}
+	}
+	l, err := resolver.NewLedger(resolver.LedgerConfig{Identity: identity, Horizon: 10 * time.Minute})
 	if err != nil {
 		return err
 	}
-	w.ledger = l
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.boot, w.identity, w.ledger = boot, identity, l
 	return nil
 }
 
@@ -120,6 +133,7 @@ func (w *fakeWorker) roll(p float64) bool {
 }
 
 func (w *fakeWorker) complete(rw http.ResponseWriter, r *http.Request) {
+	start := time.Now()
 	_, _ = io.Copy(io.Discard, r.Body)
 	if v := r.Header.Get(router.DefaultRankHeader); v != "" {
 		if n, err := strconv.Atoi(v); err != nil || n < 0 || n >= w.ranks {
@@ -139,6 +153,7 @@ func (w *fakeWorker) complete(rw http.ResponseWriter, r *http.Request) {
 		}
 	}
 	w.served.Add(1)
+	defer w.servedBy(r, start)
 	rw.Header().Set("Content-Type", "text/event-stream")
 	rw.Header().Set("X-Served-By", w.id)
 	f, _ := rw.(http.Flusher)
@@ -169,10 +184,23 @@ type loadStats struct {
 	requests, ok, laterTurns, laterOK, refused, unknown, other atomic.Uint64
 }
 
-// generate runs sessions against the router at base until ctx ends: each
-// of n clients runs sessions of 3 to 8 turns one after another, the last
-// turn marked final.
-func generate(ctx context.Context, client *http.Client, base string, n int, seed uint64, st *loadStats) {
+// loadShape is the shape of the load generator's sessions: minTurns to
+// minTurns+spanTurns-1 turns, minGap to minGap+spanGap-1 ms apart; with
+// probability par a turn other than the first and the last sends two
+// requests of the session at once (an agent's parallel tool calls).
+type loadShape struct {
+	minTurns, spanTurns, minGap, spanGap int
+	par                                  float64
+}
+
+// singleShape is the single router's demo's: sessions of 3 to 8 turns, 2
+// to 9 ms apart, one request at a time.
+var singleShape = loadShape{minTurns: 3, spanTurns: 6, minGap: 2, spanGap: 8}
+
+// generate runs sessions of the given shape against the router at base
+// until ctx ends: each of n clients runs sessions one after another, the
+// last turn marked final.
+func generate(ctx context.Context, client *http.Client, base string, n int, seed uint64, shape loadShape, st *loadStats) {
 	var wg sync.WaitGroup
 	for c := range n {
 		wg.Add(1)
@@ -181,12 +209,21 @@ func generate(ctx context.Context, client *http.Client, base string, n int, seed
 			rng := rand.New(rand.NewPCG(seed, uint64(c)))
 			for s := 0; ctx.Err() == nil; s++ {
 				id := fmt.Sprintf("client-%d-session-%d", c, s)
-				turns := 3 + rng.IntN(6)
+				turns := shape.minTurns + rng.IntN(shape.spanTurns)
 				for t := 1; t <= turns && ctx.Err() == nil; t++ {
-					one(ctx, client, base, id, t, t == turns, st)
+					if shape.par > 0 && t > 1 && t < turns && rng.Float64() < shape.par {
+						var fan sync.WaitGroup
+						for range 2 {
+							fan.Add(1)
+							go func() { defer fan.Done(); one(ctx, client, base, id, t, false, st) }()
+						}
+						fan.Wait()
+					} else {
+						one(ctx, client, base, id, t, t == turns, st)
+					}
 					select {
 					case <-ctx.Done():
-					case <-time.After(time.Duration(2+rng.IntN(8)) * time.Millisecond):
+					case <-time.After(time.Duration(shape.minGap+rng.IntN(shape.spanGap)) * time.Millisecond):
 					}
 				}
 			}
@@ -297,7 +334,7 @@ func runDemo(ctx context.Context, o options, out io.Writer) (err error) {
 		u, _ := url.Parse(w.url())
 		eps = append(eps, router.HTTPWorker{ID: d.id, URL: u})
 	}
-	k, err := newKit(eps, o)
+	k, err := newKit(eps, nil, o)
 	if err != nil {
 		return err
 	}
@@ -324,7 +361,10 @@ func runDemo(ctx context.Context, o options, out io.Writer) (err error) {
 	lctx, stopLoad := context.WithTimeout(ctx, o.duration)
 	defer stopLoad()
 	loadDone := make(chan struct{})
-	go func() { generate(lctx, client, "http://"+ln.Addr().String(), o.clients, o.seed, st); close(loadDone) }()
+	go func() {
+		generate(lctx, client, "http://"+ln.Addr().String(), o.clients, o.seed, singleShape, st)
+		close(loadDone)
+	}()
 
 	start := time.Now()
 	tick := time.NewTicker(o.live)

@@ -69,7 +69,7 @@ func atoi(t *testing.T, s string) int {
 // The summary of a router that served nothing says what is wrong, and
 // runDemo's caller exits non-zero on it.
 func TestSummaryReportsWrong(t *testing.T) {
-	k, err := newKit(nil, fast())
+	k, err := newKit(nil, nil, fast())
 	require.NoError(t, err)
 	defer k.Close()
 	var out bytes.Buffer
@@ -138,4 +138,77 @@ func TestServeWorkers(t *testing.T) {
 
 	o.workers = ""
 	assert.Error(t, serve(context.Background(), o, io.Discard))
+}
+
+// TestReplicasDemoSmoke runs -demo -replicas 3 for 3 s on an embedded
+// three-member etcd: it succeeds, stops a member and a replica halfway,
+// and its summary line says no session ran on two workers at once past
+// the window, no quarantine is left open, and most later turns stayed on
+// their session's worker; afterwards no goroutine is left.
+func TestReplicasDemoSmoke(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a three-member etcd")
+	}
+	before := runtime.NumGoroutine()
+	o := fast()
+	o.duration, o.replicas = 3*time.Second, 3
+	var out bytes.Buffer
+	err := runReplicasDemo(context.Background(), o, &out)
+	t.Log("\n" + out.String())
+	require.NoError(t, err)
+	s := out.String()
+	assert.Regexp(t, `etcd member 2 and router replica r3 stopped`, s)
+	assert.Regexp(t, `summary after [\d.]+s: turns served [1-9]\d* \| later turns on the session's bound worker [\d.]+% \(\d+/\d+\) \| sessions on two workers at once past 1s: 0 \| store ops per turn [\d.]+ \| quarantines open 0`, s)
+	assert.Contains(t, s, "result        ok")
+	deadline := time.Now().Add(10 * time.Second)
+	for runtime.NumGoroutine() > before {
+		if time.Now().After(deadline) {
+			buf := make([]byte, 1<<16)
+			t.Fatalf("goroutine leak: %d before, %d after\n%s", before, runtime.NumGoroutine(), buf[:runtime.Stack(buf, true)])
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// The split judge: two turns of a session at once on two workers are a
+// split unless a placement of the session came within the window before
+// the later one; later turns on the previous turn's worker are sticky.
+func TestServedLogJudge(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	at := func(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
+	var l servedLog
+	// s1: placed on a, later on b while a turn runs on a, 2 s after the
+	// placement: a split past the window.
+	l.add(served{session: "s1", worker: "a", start: at(0), end: at(10), placing: true})
+	l.add(served{session: "s1", worker: "a", start: at(2000), end: at(2100)})
+	l.add(served{session: "s1", worker: "b", start: at(2050), end: at(2060)})
+	// s2: moved to b (a placing dispatch) while a turn runs on a: within
+	// the window.
+	l.add(served{session: "s2", worker: "a", start: at(0), end: at(10), placing: true})
+	l.add(served{session: "s2", worker: "a", start: at(3000), end: at(3100)})
+	l.add(served{session: "s2", worker: "b", start: at(3050), end: at(3060), placing: true})
+	// s3: one worker throughout.
+	l.add(served{session: "s3", worker: "c", start: at(0), end: at(10), placing: true})
+	l.add(served{session: "s3", worker: "c", start: at(20), end: at(30)})
+	sticky, later, splits := l.judge()
+	assert.Equal(t, 5, later)
+	assert.Equal(t, 3, sticky)
+	require.Len(t, splits, 1)
+	assert.Contains(t, splits[0], "s1 on a and b")
+}
+
+// -store is local, embedded, etcd=endpoints or dir=path.
+func TestParseStore(t *testing.T) {
+	for in, kind := range map[string]string{"": "local", "local": "local", "embedded": "embedded",
+		"etcd=a:2379,b:2379": "etcd", "dir=/tmp/x": "dir"} {
+		s, err := parseStore(in)
+		require.NoError(t, err, in)
+		assert.Equal(t, kind, s.kind, in)
+	}
+	s, _ := parseStore("etcd=a:2379, b:2379")
+	assert.Equal(t, []string{"a:2379", "b:2379"}, s.endpoints)
+	for _, bad := range []string{"etcd=", "dir=", "zookeeper"} {
+		_, err := parseStore(bad)
+		assert.Error(t, err, bad)
+	}
 }

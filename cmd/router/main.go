@@ -9,7 +9,20 @@
 // (impl/affinityprom); lines_test.go keeps it at 60 lines or fewer.
 //
 //	go run ./cmd/router -demo                  # fake workers, a load generator, a live line, a summary
+//	go run ./cmd/router -demo -replicas 3      # three router replicas on an embedded three-member etcd
 //	go run ./cmd/router -workers a=http://10.0.0.5:8000,b=http://10.0.0.6:8000 -listen :8080
+//	go run ./cmd/router -workers ... -store etcd=10.0.0.9:2379 -replica r1   # one replica of several
+//
+// -store picks where the router replicas share their sessions' bindings
+// (claims, impl/claims): local (the default: one router process, no
+// store), embedded (an etcd member inside this process), etcd=host:port,...
+// (an etcd cluster) or dir=/path (a directory the router processes of one
+// host share). -replica names this replica among those sharing the store.
+// A worker is registered in the store by the first replica whose health
+// check sees it, with the identity its health check reports; in
+// production let the worker's own agent register it (its registration
+// then lives as long as the worker: docs/claims.md, "Who registers"), and
+// the replicas' registrations with its identity change nothing.
 //
 // With -demo it starts fake workers on loopback (two with data-parallel
 // ranks, one that sometimes answers only after the dispatch deadline, one
@@ -43,6 +56,7 @@ import (
 
 	"github.com/placementlab/placement/impl/affinity"
 	"github.com/placementlab/placement/impl/affinityprom"
+	"github.com/placementlab/placement/impl/claims"
 	"github.com/placementlab/placement/impl/resolver"
 	"github.com/placementlab/placement/impl/router"
 	"github.com/prometheus/client_golang/prometheus"
@@ -63,12 +77,15 @@ type options struct {
 	quarantineTTL   time.Duration
 	every           time.Duration // health checks and resolver passes
 	live            time.Duration // the live line's period
+	store           string        // -store
+	replica         string        // -replica
+	replicas        int           // -replicas (the demo's router replicas)
 }
 
 func defaults() options {
 	return options{duration: 10 * time.Second, listen: "127.0.0.1:8080", model: "demo", clients: 16, seed: 1,
 		maxInFlight: 8, dispatchTimeout: 200 * time.Millisecond, quarantineTTL: 3 * time.Second,
-		every: 100 * time.Millisecond, live: time.Second}
+		every: 100 * time.Millisecond, live: time.Second, replica: "r1", replicas: 1}
 }
 
 func main() {
@@ -84,13 +101,19 @@ func main() {
 	flag.DurationVar(&o.dispatchTimeout, "dispatch-timeout", o.dispatchTimeout, "how long a placing dispatch waits for the worker's first answer")
 	flag.DurationVar(&o.quarantineTTL, "quarantine-ttl", o.quarantineTTL, "how long an ambiguous first turn's quarantine lasts at most")
 	flag.DurationVar(&o.every, "every", o.every, "the period of health checks and resolver passes")
+	flag.StringVar(&o.store, "store", "", "where replicas share bindings: local, embedded, etcd=host:port,... or dir=/path (default local; embedded etcd for -demo -replicas N > 1)")
+	flag.StringVar(&o.replica, "replica", o.replica, "this router replica's name among those sharing the store")
+	flag.IntVar(&o.replicas, "replicas", o.replicas, "the demo's router replicas (more than 1: on an embedded three-member etcd, behind a random load balancer)")
 	flag.Parse()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
 	var err error
-	if o.demo {
+	switch {
+	case o.demo && o.replicas > 1:
+		err = runReplicasDemo(ctx, o, os.Stdout)
+	case o.demo:
 		err = runDemo(ctx, o, os.Stdout)
-	} else {
+	default:
 		err = serve(ctx, o, os.Stderr)
 	}
 	if err != nil && !errors.Is(err, context.Canceled) {
@@ -105,7 +128,16 @@ func serve(ctx context.Context, o options, log io.Writer) error {
 	if err != nil {
 		return err
 	}
-	k, err := newKit(eps, o)
+	spec, err := parseStore(o.store)
+	if err != nil {
+		return err
+	}
+	st, err := openStore(ctx, spec, o.replica)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = st.close() }()
+	k, err := newKit(eps, st.store, o)
 	if err != nil {
 		return err
 	}
@@ -114,7 +146,7 @@ func serve(ctx context.Context, o options, log io.Writer) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(log, "router: listening on %s, %d workers\n", ln.Addr(), len(eps))
+	fmt.Fprintf(log, "router: listening on %s, %d workers, store %s (replica %s)\n", ln.Addr(), len(eps), spec.kind, o.replica)
 	return serveUntil(ctx, k, ln)
 }
 
@@ -153,10 +185,15 @@ type kit struct {
 // newKit is the router's placement handling: the kit's whole HTTP router
 // (router.NewHTTP: the layer, the driver, the proxy, the health checks
 // with passive ejection, the quarantine resolver, and the timeouts), and
-// its metrics on /metrics.
-func newKit(workers []router.HTTPWorker, o options) (*kit, error) {
+// its metrics on /metrics. With a store (nil: the local core alone) the
+// layer runs over it as replica o.replica.
+func newKit(workers []router.HTTPWorker, store claims.Store, o options) (*kit, error) {
+	var replicas *affinity.Replicas
+	if store != nil {
+		replicas = &affinity.Replicas{Store: store, Name: o.replica}
+	}
 	r, err := router.NewHTTP(router.HTTPConfig{
-		Layer:     affinity.Config{DispatchTimeout: o.dispatchTimeout, QuarantineTTL: o.quarantineTTL},
+		Layer:     affinity.Config{DispatchTimeout: o.dispatchTimeout, QuarantineTTL: o.quarantineTTL, Replicas: replicas},
 		Workers:   workers,
 		Namespace: func(*http.Request) affinity.Namespace { return affinity.Namespace{Model: o.model} },
 		Driver:    router.Config{MaxInFlight: o.maxInFlight},

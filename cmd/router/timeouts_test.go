@@ -45,7 +45,7 @@ func TestLaterTurnHangIsBounded(t *testing.T) {
 	o := fast()
 	o.dispatchTimeout = 300 * time.Millisecond
 	u, _ := url.Parse(w.URL)
-	k, err := newKit([]router.HTTPWorker{{ID: "w", URL: u}}, o)
+	k, err := newKit([]router.HTTPWorker{{ID: "w", URL: u}}, nil, o)
 	require.NoError(t, err)
 	defer k.Close()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
