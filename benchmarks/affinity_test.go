@@ -3,9 +3,14 @@ package benchmarks
 import (
 	"context"
 	"net/http"
+	"strconv"
 	"testing"
 
 	"github.com/placementlab/placement/impl/affinity"
+	"github.com/placementlab/placement/impl/claims"
+	"github.com/placementlab/placement/impl/claims/etcdstore"
+	"github.com/placementlab/placement/impl/claims/etcdstore/embedded"
+	"github.com/placementlab/placement/impl/claims/memstore"
 	"github.com/placementlab/placement/impl/placement"
 	"github.com/placementlab/placement/impl/router"
 )
@@ -59,45 +64,10 @@ func BenchmarkAffinity(b *testing.B) {
 			a.Done()
 		}
 	})
-	l, err := affinity.New(affinity.Config{})
-	if err != nil {
-		b.Fatal(err)
-	}
+	l, cands := layerRig(b, affinity.Config{})
 	defer l.Close()
-	var cands []affinity.Candidate
-	for _, id := range []string{"w0", "w1", "w2", "w3"} {
-		if _, err := l.Join(affinity.Worker{ID: id, Identity: "boot", Ranks: 2}); err != nil {
-			b.Fatal(err)
-		}
-		cands = append(cands, affinity.Candidate{Target: affinity.Ranked(id, 0)}, affinity.Candidate{Target: affinity.Ranked(id, 1)})
-	}
-	ns := affinity.Namespace{Model: "llama", Tenant: "acme"}
-	turn := func(b *testing.B, first bool) {
-		req, err := l.RequestFromHeader(ns, h, affinity.PhaseDecode)
-		if err != nil {
-			b.Fatal(err)
-		}
-		t, err := l.Start(ctx, req)
-		if err != nil {
-			b.Fatal(err)
-		}
-		el, err := t.Eligible(cands, nil)
-		if err != nil {
-			b.Fatal(err)
-		}
-		target := el[0].Target
-		if first {
-			target = affinity.Ranked("w3", 1)
-		}
-		a, err := t.Dispatch(target)
-		if err != nil || (!first && !a.Hit()) {
-			b.Fatal("no hit", err)
-		}
-		if err := a.Complete(placement.Accepted); err != nil {
-			b.Fatal(err)
-		}
-		t.Done()
-	}
+	ns := benchNS
+	turn := func(b *testing.B, first bool) { layerTurn(b, l, cands, h, first, false) }
 	turn(b, true)
 	b.Run("hit/affinity", func(b *testing.B) {
 		b.ReportAllocs()
@@ -135,4 +105,120 @@ func BenchmarkAffinity(b *testing.B) {
 			}
 		}
 	})
+}
+
+// BenchmarkAffinityReplicas measures the layer over replicas (issue 26)
+// against the layer over the local core, in the same run, each in its
+// default configuration:
+//
+//   - hit/layer-core and hit/layer-replica: a later turn's whole path
+//     (RequestFromHeader, Start, Eligible over 8 ranked candidates,
+//     Dispatch, Complete, Done) on a layer over the local core, and on one
+//     over a replica on the in-memory claims store (a cached hit: no store
+//     round trip). The goal: the second at most 2x the first.
+//   - first/layer-replica-etcd: a new session's first turn through the
+//     layer over a replica on the embedded etcd (one member): the claim's
+//     read and write before the dispatch, the hold after it, and the
+//     final request's close.
+func BenchmarkAffinityReplicas(b *testing.B) {
+	ctx := context.Background()
+	h := http.Header{}
+	h.Set("X-Session-ID", "0190c3a4-7d1e-7c2b-9a55-3f2b8e1d4c6a")
+	hit := func(b *testing.B, cfg affinity.Config) {
+		l, cands := layerRig(b, cfg)
+		defer l.Close()
+		layerTurn(b, l, cands, h, true, false)
+		b.ReportAllocs()
+		b.ResetTimer()
+		for i := 0; i < b.N; i++ {
+			layerTurn(b, l, cands, h, false, false)
+		}
+	}
+	b.Run("hit/layer-core", func(b *testing.B) { hit(b, affinity.Config{}) })
+	b.Run("hit/layer-replica", func(b *testing.B) {
+		mb := memstore.NewBackend(memstore.Config{})
+		defer mb.Close()
+		st := mb.Open("r1")
+		defer st.Shutdown()
+		hit(b, affinity.Config{Replicas: &affinity.Replicas{Store: st, Name: "r1"}})
+	})
+	b.Run("first/layer-replica-etcd", func(b *testing.B) {
+		c, err := embedded.Start(ctx, embedded.Config{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer c.Close()
+		cli, err := c.NewClient()
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer cli.Close()
+		st, err := etcdstore.New(ctx, cli, "r1", claims.Options{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer st.Shutdown()
+		l, cands := layerRig(b, affinity.Config{Replicas: &affinity.Replicas{Store: st, Name: "r1"}})
+		defer l.Close()
+		hh := http.Header{}
+		b.ReportAllocs()
+		b.ResetTimer()
+		for i := 0; i < b.N; i++ {
+			hh.Set("X-Session-ID", "first-"+strconv.Itoa(i))
+			layerTurn(b, l, cands, hh, true, true)
+		}
+	})
+}
+
+// benchNS is the benchmarks' trusted namespace.
+var benchNS = affinity.Namespace{Model: "llama", Tenant: "acme"}
+
+// layerRig is a layer of cfg with workers w0..w3 of two ranks each, and
+// their eight ranked candidates.
+func layerRig(b *testing.B, cfg affinity.Config) (*affinity.Layer, []affinity.Candidate) {
+	b.Helper()
+	l, err := affinity.New(cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	var cands []affinity.Candidate
+	for _, id := range []string{"w0", "w1", "w2", "w3"} {
+		if _, err := l.Join(affinity.Worker{ID: id, Identity: "boot", Ranks: 2}); err != nil {
+			b.Fatal(err)
+		}
+		cands = append(cands, affinity.Candidate{Target: affinity.Ranked(id, 0)}, affinity.Candidate{Target: affinity.Ranked(id, 1)})
+	}
+	return l, cands
+}
+
+// layerTurn is one request through the layer from its header to Done:
+// RequestFromHeader, Start, Eligible, Dispatch (first: to w3/1, placing;
+// otherwise the eligible binding, which must be a hit), Complete and Done.
+func layerTurn(b *testing.B, l *affinity.Layer, cands []affinity.Candidate, h http.Header, first, final bool) {
+	ctx := context.Background()
+	req, err := l.RequestFromHeader(benchNS, h, affinity.PhaseDecode)
+	if err != nil {
+		b.Fatal(err)
+	}
+	req.Final = final
+	t, err := l.Start(ctx, req)
+	if err != nil {
+		b.Fatal(err)
+	}
+	el, err := t.Eligible(cands, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	target := el[0].Target
+	if first {
+		target = affinity.Ranked("w3", 1)
+	}
+	a, err := t.Dispatch(target)
+	if err != nil || (!first && !a.Hit()) {
+		b.Fatal("no hit", err)
+	}
+	if err := a.Complete(placement.Accepted); err != nil {
+		b.Fatal(err)
+	}
+	t.Done()
 }

@@ -195,8 +195,11 @@ type Config struct {
 	// MaxSimTime stops a simulation that has not finished (ErrStuck).
 	MaxSimTime time.Duration
 	// Seed seeds everything random in the simulation (the ambiguous
-	// dispatches, random tie breaks).
+	// dispatches, random tie breaks, the replicas' load balancer).
 	Seed uint64
+	// Replicas configures RunReplicas (router replicas under each
+	// consistency policy; cmd/replay -replicas); Run ignores it.
+	Replicas ReplicaConfig
 }
 
 // DefaultConfig returns the default replay configuration: 8 workers of 2

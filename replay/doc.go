@@ -5,6 +5,8 @@
 // time-to-first-token proxy (queueing plus prefill), load imbalance,
 // moves, unpinned fallbacks and quarantines. cmd/replay runs it and
 // writes the report (benchmarks/results/replay holds the default run's).
+// RunReplicas (cmd/replay -replicas) runs router replicas behind a load
+// balancer under four consistency policies (see "Router replicas").
 //
 //	w, err := replay.Generate(replay.DefaultWorkload()) // or replay.ReadTrace(f)
 //	cfg := replay.DefaultConfig()
@@ -311,6 +313,115 @@
 // input_tokens (required with blocks), output_tokens, final (the session's
 // last request: its binding closes). cmd/replay -write-trace writes the
 // generated workload; -trace replays a file.
+//
+// # Router replicas
+//
+// RunReplicas (cmd/replay -replicas 1,3,5) puts R router replicas behind
+// a load balancer that sends each request to a random replica, and
+// compares on the same requests how the replicas keep their session
+// bindings consistent (Config.Replicas; the policies are Consistency's):
+//
+//   - none: each replica alone, its own affinity layer knowing nothing of
+//     the others.
+//   - best-effort (Dynamo's): after each accepted dispatch of a bound
+//     session the replica publishes the binding, delivered to every other
+//     replica SyncDelay later; a replica that has a live binding (its
+//     layer's, or a learned one whose local TTL, IdleTTL from its last
+//     receipt, has not passed) keeps it: the first live binding wins. A
+//     turn on a replica whose layer has no binding follows a live learned
+//     one.
+//   - gossip-lww (SGLang's mesh, last writer wins): a replica broadcasts
+//     each change of a binding (placed, moved) stamped with its time and
+//     writer, delivered SyncDelay later; a write later than any the
+//     receiver knows is adopted (ending its layer's binding of the session
+//     when it differs) and its next turn follows it. The replicated map
+//     has no local TTL: an entry holds while its worker is up as the same
+//     instance, until a later write.
+//   - claims (ours, impl/replica's protocol): a simulated store of claims
+//     (a target, the worker's instance, a revision, the last use). A
+//     session's first turn on a replica makes one store operation
+//     (CreateOrGet: a live claim is adopted and the turn pinned to it;
+//     otherwise the replica's layer places the session and the claim is
+//     created: first writer wins); the dispatch reaches its worker
+//     StoreLatency later (its outcome is reported to the layer at once,
+//     so the turn does not hold the session across the round trip). A
+//     later turn on a replica whose layer holds the
+//     claimed binding makes no store call. A move (the claim's worker
+//     failed, restarted or left, or the claim idled out: IdleTTL after its
+//     last use on any replica) rewrites the claim, fenced by the revision
+//     read; the other replicas' caches evict the old revision EventDelay
+//     later. From StoreDownAt for StoreDownFor the store is unreachable:
+//     replicas keep serving the sessions they hold and place the others
+//     locally (unclaimed, no store call); when it is back every replica's
+//     cache is reset and each reconciles its unclaimed sessions through
+//     CreateOrGet with its local target (first writer wins; a loser
+//     follows the claim at the session's next turn).
+//
+// What is real and what is simulated. Each replica runs the real affinity
+// layer (impl/affinity on its own placement.ManualClock, attempt ids from
+// 1 + k<<40), impl/resolver on its own quarantines, and its own impl/picker
+// scheduler and prefix index (placement's, as the single router's; replica
+// 0's seeds are the single router's). Following another replica's binding
+// is a request pinned to its target (a pin binds an unbound session; the
+// layer's own binding of the session is ended first with Layer.EndSession
+// when it differs). The syncing is simulated on the event queue: the
+// messages, the store (its operations linearized when the request reaches
+// the replica), its watch events and its outage, with fixed delays and no
+// loss; there is no real store, no network and no goroutine. Every replica
+// sees membership changes at once and the ranks' true loads and prefill
+// backlogs. Not modelled: claims' quarantines in the store (a replica's
+// quarantine stays its own), holds, keepalive touches and closes (a use
+// refreshes the claim's idle TTL at no cost).
+//
+// The replicas run placement-hard by default (ReplicaConfig.Mode): in hard
+// mode one router never sends a later turn away from a healthy worker
+// whose binding is alive (a binding moves only off a worker that failed,
+// restarted or left), so every split turn is the replicas' disagreement.
+// Soft mode moves bindings off costly ranks and routes quarantined
+// sessions unpinned by design; its splits would mix those in.
+//
+// A split turn is a later turn (an accepted dispatch of a session, or
+// sibling group, after its first) sent to a worker other than the one its
+// previous turn used while that worker was healthy: up, the same instance,
+// and less than IdleTTL after that turn. Ops are claims' store operations
+// (first turns' CreateOrGet, moves' rewrites, reconciles) or best-effort's
+// and gossip's sync messages (one per receiving replica), per request
+// served.
+//
+// Rules of the replicated run, each with its test (replicas_test.go):
+//
+//	R1  Determinism: the same Config and Workload give the same
+//	    ReplicaReport, byte for byte (WriteMarkdown and WritePlot); the
+//	    load balancer's draw for a request's n-th sending is a hash of
+//	    Config.Seed, the request and n, the same under every policy.
+//	    [TestReplicasDeterministic]
+//	R2  One replica is the single router: at R = 1, none, best-effort and
+//	    gossip-lww give Run's Result for the same mode, field for field
+//	    (hard and soft); claims answers every request, with store
+//	    operations (its first turns wait StoreLatency, so its figures
+//	    differ). [TestReplicasOneAgree]
+//	R3  At R = 1 in hard mode no policy splits a session.
+//	    [TestReplicasOneAgree]
+//	R4  Claims splits no session outside the store's outage window (from
+//	    StoreDownAt to StoreLatency + EventDelay after the store is back:
+//	    a split whose turn or previous turn falls in it counts in
+//	    SplitInOutage). [TestReplicasSplits]
+//	R5  With R > 1, none splits sessions, and best-effort and gossip-lww
+//	    split fewer than none. [TestReplicasSplits]
+//	R6  Best-effort: the first live binding wins (the layer's, or a
+//	    learned one until its local TTL passes), and a turn without a
+//	    binding follows the learned one. Gossip: a later write (time, then
+//	    writer) wins, an earlier one is ignored, and the layer's differing
+//	    binding is ended. [TestBestEffortFirstWins, TestGossipLastWins]
+//	R7  Claims: a first turn makes one store operation and waits
+//	    StoreLatency; a later turn on the holder makes none; a move
+//	    rewrites the claim (a new revision) and of two movers the first
+//	    wins; a rewrite's event evicts only older cached revisions; during
+//	    the outage sessions are placed locally with no store call, and the
+//	    reconcile is first writer wins, its loser following the claim.
+//	    [TestClaimsStoreOps, TestClaimsOutage]
+//	R8  Bad replica parameters are a *ParamError (ErrInvalidParams); a
+//	    cancelled context stops RunReplicas. [TestReplicasBadInput]
 //
 // # What is not modelled
 //

@@ -11,15 +11,17 @@ import (
 // (cache-aware's, and placement's in modes hard and soft); est is
 // placement's estimate of the request's uncached tokens at its rank.
 type handle struct {
-	turn *affinity.Turn
-	a    *affinity.Attempt
-	req  *picker.Request
-	est  int
+	turn   *affinity.Turn
+	a      *affinity.Attempt
+	req    *picker.Request
+	prefix *picker.PrefixOverlap // the index that routed it (its replica's)
+	est    int
+	rep    int // the replica that routed it
 }
 
 func (h handle) complete(s *sim, rk *rank, o placement.Outcome, ran bool) {
-	if s.prefix != nil && h.req != nil {
-		s.prefix.Observe(h.req, rk.target, o)
+	if h.prefix != nil && h.req != nil {
+		h.prefix.Observe(h.req, rk.target, o)
 	}
 	if h.a == nil {
 		return
@@ -31,10 +33,11 @@ func (h handle) complete(s *sim, rk *rank, o placement.Outcome, ran bool) {
 	h.turn.Done()
 }
 
-// newPickers builds the policy's impl/picker parts.
-func (s *sim) newPickers() error {
+// newPickers builds the policy's impl/picker parts (for router replica
+// k: replica 0's are the single router's).
+func (s *sim) newPickers(k int) error {
 	var err error
-	seed := s.cfg.Seed ^ uint64(s.pol)<<32
+	seed := s.cfg.Seed ^ uint64(s.pol)<<32 ^ uint64(k)<<48
 	switch s.pol {
 	case PlacementHard, PlacementSoft:
 		// Placement's scheduler for the requests the layer does not
@@ -91,7 +94,7 @@ func (s *sim) route(i int) (*rank, handle, bool) {
 	}
 	switch s.pol {
 	case PlacementHard, PlacementSoft, PlacementOff:
-		return s.routePlacement(i)
+		return s.routePlacement(i, affinity.Target{}, false)
 	case RoundRobin:
 		s.rr++
 		return s.up[(s.rr-1)%len(s.up)], handle{}, true
@@ -106,7 +109,7 @@ func (s *sim) route(i int) (*rank, handle, bool) {
 		return s.stickTo(i, s.pick(&picker.Request{}, s.candidates(false, false))), handle{}, true
 	default: // CacheAware
 		req := &picker.Request{Key: s.akeys[i], Blocks: s.promptBlocks(nil, i, false)}
-		return s.pick(req, s.candidates(false, false)), handle{req: req}, true
+		return s.pick(req, s.candidates(false, false)), handle{req: req, prefix: s.prefix}, true
 	}
 }
 
@@ -171,12 +174,14 @@ func (s *sim) rankOf(t affinity.Target) *rank {
 	return w.ranks[t.Rank]
 }
 
-// routePlacement runs the affinity layer's request loop (Start, Eligible,
-// Dispatch); placement's picker chooses among the eligible candidates
-// when the layer leaves more than one.
-func (s *sim) routePlacement(i int) (*rank, handle, bool) {
+// routePlacement runs the current replica's affinity layer's request loop
+// (Start, Eligible, Dispatch), with the request pinned to pin when hasPin
+// (a replicated run following another replica's binding); placement's
+// picker chooses among the eligible candidates when the layer leaves more
+// than one.
+func (s *sim) routePlacement(i int, pin affinity.Target, hasPin bool) (*rank, handle, bool) {
 	r := &s.wl.Requests[i]
-	turn, err := s.layer.Start(s.cancelled, affinity.Request{Session: s.akeys[i], Phase: affinity.PhaseDecode, Final: r.Final})
+	turn, err := s.layer.Start(s.cancelled, affinity.Request{Session: s.akeys[i], Phase: affinity.PhaseDecode, Final: r.Final, Pin: pin, HasPin: hasPin})
 	if err != nil {
 		return nil, handle{}, false // hard mode's quarantine, or a session being placed
 	}
@@ -213,9 +218,9 @@ func (s *sim) routePlacement(i int) (*rank, handle, bool) {
 		turn.Done()
 		return nil, handle{}, false
 	}
-	h := handle{turn: turn, a: a}
+	h := handle{turn: turn, a: a, rep: s.cur}
 	if s.prefix != nil {
-		h.req, h.est = s.placeReq, s.uncached(r, rk.match)
+		h.req, h.prefix, h.est = s.placeReq, s.prefix, s.uncached(r, rk.match)
 	}
 	return rk, h, true
 }

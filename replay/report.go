@@ -282,45 +282,11 @@ func (r *Report) WritePlot(out io.Writer) error {
 		hit[k] = 100 * x.HitRatio
 		p99[k] = x.TTFTp99.Seconds()
 	}
-	panel := func(title, xlabel string, vs plotter.Values, c color.RGBA, format string) (*plot.Plot, error) {
-		p := plot.New()
-		p.Title.Text = title
-		p.X.Label.Text = xlabel
-		p.X.Min = 0
-		bars, err := plotter.NewBarChart(vs, vg.Points(14))
-		if err != nil {
-			return nil, err
-		}
-		bars.Horizontal = true
-		bars.Color = c
-		bars.LineStyle.Width = 0
-		mx := 0.0
-		for _, v := range vs {
-			mx = math.Max(mx, v)
-		}
-		var xy plotter.XYLabels
-		for i, v := range vs {
-			xy.XYs = append(xy.XYs, plotter.XY{X: v + 0.01*mx, Y: float64(i)})
-			xy.Labels = append(xy.Labels, fmt.Sprintf(format, v))
-		}
-		labels, err := plotter.NewLabels(xy)
-		if err != nil {
-			return nil, err
-		}
-		for i := range labels.TextStyle {
-			labels.TextStyle[i].YAlign = draw.YCenter
-			labels.TextStyle[i].Font.Size = vg.Points(9)
-		}
-		p.Add(plotter.NewGrid(), bars, labels)
-		p.NominalY(names...)
-		p.X.Max = math.Max(mx*1.15, 1e-3)
-		return p, nil
-	}
-	a, err := panel("token-weighted prefix-cache hit ratio", "hit %", hit, color.RGBA{30, 90, 200, 255}, "%.1f")
+	a, err := barPanel(names, "token-weighted prefix-cache hit ratio", "hit %", hit, color.RGBA{30, 90, 200, 255}, "%.1f")
 	if err != nil {
 		return err
 	}
-	b, err := panel("p99 TTFT proxy (queueing + prefill)", "seconds", p99, color.RGBA{200, 30, 30, 255}, "%.2f s")
+	b, err := barPanel(names, "p99 TTFT proxy (queueing + prefill)", "seconds", p99, color.RGBA{200, 30, 30, 255}, "%.2f s")
 	if err != nil {
 		return err
 	}
@@ -333,4 +299,41 @@ func (r *Report) WritePlot(out io.Writer) error {
 	b.Draw(cs[0][1])
 	_, err = cv.WriteTo(out)
 	return err
+}
+
+// barPanel is one horizontal bar chart of a plot: a bar per name, the
+// first name at the top when vs is in reverse order, each labelled.
+func barPanel(names []string, title, xlabel string, vs plotter.Values, c color.RGBA, format string) (*plot.Plot, error) {
+	p := plot.New()
+	p.Title.Text = title
+	p.X.Label.Text = xlabel
+	p.X.Min = 0
+	bars, err := plotter.NewBarChart(vs, vg.Points(14))
+	if err != nil {
+		return nil, err
+	}
+	bars.Horizontal = true
+	bars.Color = c
+	bars.LineStyle.Width = 0
+	mx := 0.0
+	for _, v := range vs {
+		mx = math.Max(mx, v)
+	}
+	var xy plotter.XYLabels
+	for i, v := range vs {
+		xy.XYs = append(xy.XYs, plotter.XY{X: v + 0.01*mx, Y: float64(i)})
+		xy.Labels = append(xy.Labels, fmt.Sprintf(format, v))
+	}
+	labels, err := plotter.NewLabels(xy)
+	if err != nil {
+		return nil, err
+	}
+	for i := range labels.TextStyle {
+		labels.TextStyle[i].YAlign = draw.YCenter
+		labels.TextStyle[i].Font.Size = vg.Points(9)
+	}
+	p.Add(plotter.NewGrid(), bars, labels)
+	p.NominalY(names...)
+	p.X.Max = math.Max(mx*1.15, 1e-3)
+	return p, nil
 }

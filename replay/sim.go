@@ -22,6 +22,10 @@ const (
 	evChange
 	evTick
 	evWindow
+	evArrive     // a dispatch reaches its worker after a store round trip (claims)
+	evSync       // a binding message reaches a replica (best-effort, gossip)
+	evClaimEvent // a claim's rewrite reaches a replica's cache (claims)
+	evStoreBack  // the claims store is reachable again
 )
 
 // imbalanceWindow is the window over which dispatches are compared with
@@ -36,6 +40,7 @@ type event struct {
 	kind evKind
 	idx  int // request (evSend) or change (evChange)
 	job  *job
+	msg  *syncMsg
 }
 
 type eventHeap []event
@@ -156,6 +161,23 @@ type sim struct {
 
 	res  Result
 	ttft []time.Duration
+
+	// The router replicas (replicas.go): the placement policies run one,
+	// a replicated run R; s.layer, s.clk, s.prefix, s.pipe and s.resolver
+	// are the current replica's (use).
+	reps []*replica
+	cur  int
+	rr2  *replicaRun // nil: not a replicated run
+	// kid is each request's key's index; the split-turn bookkeeping is per
+	// key (trackSplit).
+	kid     []int32
+	kak     []affinity.Key
+	lastW   []int32
+	lastGen []int
+	lastAt  []time.Duration
+	rstat   replicaStats
+	sends   []uint32    // each request's sendings so far (the load balancer's draw)
+	store   *claimStore // Claims' simulated store
 }
 
 type stick struct {
@@ -164,6 +186,12 @@ type stick struct {
 }
 
 func newSim(cfg *Config, pol Policy, wl *Workload) (*sim, error) {
+	return newSimRun(cfg, pol, wl, nil)
+}
+
+// newSimRun builds a simulation; rr, when not nil, makes it a replicated
+// run (rr.replicas router replicas under rr.cons).
+func newSimRun(cfg *Config, pol Policy, wl *Workload, rr *replicaRun) (*sim, error) {
 	n := len(wl.Requests)
 	s := &sim{
 		cfg: cfg, pol: pol, wl: wl,
@@ -178,6 +206,7 @@ func newSim(cfg *Config, pol Policy, wl *Workload) (*sim, error) {
 		lastBlocks: map[string]int{},
 		ranBy:      map[uint64]bool{},
 		sticky:     map[string]stick{},
+		rr2:        rr,
 	}
 	s.res.Policy = pol
 	index := make(map[int]int, n)
@@ -202,37 +231,99 @@ func newSim(cfg *Config, pol Policy, wl *Workload) (*sim, error) {
 	if err := s.makeKeys(); err != nil {
 		return nil, err
 	}
+	s.keyIDs()
 	if pol.placement() {
-		mode := map[Policy]affinity.Mode{PlacementHard: affinity.ModeHard, PlacementSoft: affinity.ModeSoft, PlacementOff: affinity.ModeOff}[pol]
-		s.clk = placement.NewManualClock(0)
-		l, err := affinity.New(affinity.Config{
-			Mode: mode, Clock: s.clk, QuarantineTTL: cfg.QuarantineTTL, IdleTTL: cfg.IdleTTL, FirstAttempt: 1,
-			MaxEntries: max(1024, 2*n),
-		})
-		if err != nil {
-			return nil, err
+		nrep := 1
+		if rr != nil {
+			nrep = rr.replicas
+			s.sends = make([]uint32, n)
+			s.store = &claimStore{claims: map[int32]*claim{}}
 		}
-		s.layer = l
-		s.parentHint = true
-		if cfg.ResolverInterval > 0 {
-			s.resolver, err = resolver.New(resolver.Config{
-				Source: l, Status: s.status, Concurrency: 1, Seed: cfg.Seed,
-				MaxCallsPerPass: 1 << 20,
-			})
+		for k := range nrep {
+			rep, err := s.newReplica(k)
 			if err != nil {
-				l.Close()
+				s.close()
 				return nil, err
 			}
+			s.reps = append(s.reps, rep)
 		}
+		s.use(0)
+		s.parentHint = true
 		ctx, cancel := context.WithCancel(context.Background())
 		cancel() // Start never waits: a request that would is refused
 		s.cancelled = ctx
+		return s, nil
 	}
-	if err := s.newPickers(); err != nil {
+	if err := s.newPickers(0); err != nil {
 		s.close()
 		return nil, err
 	}
 	return s, nil
+}
+
+// newReplica builds router replica k of a placement policy: its own
+// affinity layer on its own manual clock (attempt ids from 1 + k<<40, so
+// that no two replicas share one), its resolver and its scheduler's
+// pickers and prefix index. Replica 0 is built exactly as the
+// single-router policy's router is.
+func (s *sim) newReplica(k int) (*replica, error) {
+	cfg := s.cfg
+	mode := map[Policy]affinity.Mode{PlacementHard: affinity.ModeHard, PlacementSoft: affinity.ModeSoft, PlacementOff: affinity.ModeOff}[s.pol]
+	rep := &replica{idx: k, clk: placement.NewManualClock(0),
+		view: map[int32]*viewEntry{}, cache: map[int32]cachedClaim{}, pendingT: map[int32]*rank{}}
+	l, err := affinity.New(affinity.Config{
+		Mode: mode, Clock: rep.clk, QuarantineTTL: cfg.QuarantineTTL, IdleTTL: cfg.IdleTTL, FirstAttempt: 1 + uint64(k)<<40,
+		MaxEntries: max(1024, 2*len(s.wl.Requests)),
+	})
+	if err != nil {
+		return nil, err
+	}
+	rep.layer = l
+	if cfg.ResolverInterval > 0 {
+		rep.resolver, err = resolver.New(resolver.Config{
+			Source: l, Status: s.status, Concurrency: 1, Seed: cfg.Seed ^ uint64(k)<<48,
+			MaxCallsPerPass: 1 << 20,
+		})
+		if err != nil {
+			l.Close()
+			return nil, err
+		}
+	}
+	if err := s.newPickers(k); err != nil {
+		l.Close()
+		return nil, err
+	}
+	rep.prefix, rep.pipe = s.prefix, s.pipe
+	return rep, nil
+}
+
+// use makes replica k the current one (the router the request being
+// routed reached).
+func (s *sim) use(k int) {
+	rep := s.reps[k]
+	s.cur = k
+	s.layer, s.clk, s.resolver, s.prefix, s.pipe = rep.layer, rep.clk, rep.resolver, rep.prefix, rep.pipe
+}
+
+// keyIDs numbers the requests' routing keys (s.keys) densely, for the
+// per-key bookkeeping.
+func (s *sim) keyIDs() {
+	ids := map[string]int32{}
+	s.kid = make([]int32, len(s.keys))
+	for i, k := range s.keys {
+		id, ok := ids[k]
+		if !ok {
+			id = int32(len(ids))
+			ids[k] = id
+			s.kak = append(s.kak, s.akeys[i])
+		}
+		s.kid[i] = id
+	}
+	n := len(ids)
+	s.lastW, s.lastGen, s.lastAt = make([]int32, n), make([]int, n), make([]time.Duration, n)
+	for k := range s.lastW {
+		s.lastW[k] = -1
+	}
 }
 
 // makeKeys derives each request's affinity key: its session's, or for a
@@ -285,14 +376,20 @@ func (s *sim) status(_ context.Context, q affinity.Quarantine) (resolver.Verdict
 }
 
 func (s *sim) close() {
-	if s.layer != nil {
-		_ = s.layer.Close()
+	for _, rep := range s.reps {
+		_ = rep.layer.Close()
 	}
 }
 
 func (s *sim) push(at time.Duration, kind evKind, idx int, j *job) {
 	s.seq++
 	heap.Push(&s.events, event{at: at, seq: s.seq, kind: kind, idx: idx, job: j})
+}
+
+// pushMsg schedules a message's delivery to replica to.
+func (s *sim) pushMsg(at time.Duration, kind evKind, to int, m *syncMsg) {
+	s.seq++
+	heap.Push(&s.events, event{at: at, seq: s.seq, kind: kind, idx: to, msg: m})
 }
 
 // chance returns a deterministic draw in [0, 1) for request i's try-th
@@ -318,8 +415,11 @@ func (s *sim) run(ctx context.Context) (*Result, error) {
 			s.push(time.Duration(r.AtMS)*time.Millisecond, evSend, i, nil)
 		}
 	}
-	if s.layer != nil {
+	if len(s.reps) > 0 {
 		s.push(s.cfg.ResolverInterval, evTick, 0, nil)
+	}
+	if s.rr2 != nil && s.rr2.cons == Claims && s.rr2.cfg.StoreDownFor > 0 {
+		s.push(s.rr2.cfg.StoreDownAt+s.rr2.cfg.StoreDownFor, evStoreBack, 0, nil)
 	}
 	s.push(imbalanceWindow, evWindow, 0, nil)
 	for n := 0; s.remaining > 0; n++ {
@@ -336,9 +436,11 @@ func (s *sim) run(ctx context.Context) (*Result, error) {
 			return nil, fmt.Errorf("%w: %s: %d requests unserved at %v", ErrStuck, s.pol, s.remaining, s.cfg.MaxSimTime)
 		}
 		s.now = ev.at
-		if s.clk != nil && s.clk.Now() < s.now {
-			if err := s.clk.Set(s.now); err != nil {
-				return nil, err
+		for _, rep := range s.reps {
+			if rep.clk.Now() < s.now {
+				if err := rep.clk.Set(s.now); err != nil {
+					return nil, err
+				}
 			}
 		}
 		switch ev.kind {
@@ -355,6 +457,14 @@ func (s *sim) run(ctx context.Context) (*Result, error) {
 		case evWindow:
 			s.closeWindow()
 			s.push(s.now+imbalanceWindow, evWindow, 0, nil)
+		case evArrive:
+			s.arrive(ev.job)
+		case evSync:
+			s.receive(ev.idx, ev.msg)
+		case evClaimEvent:
+			s.claimEvent(ev.idx, ev.msg)
+		case evStoreBack:
+			s.storeBack()
 		}
 	}
 	return s.finish(), nil
@@ -365,12 +475,52 @@ func (s *sim) send(i int) {
 	if s.sentAt[i] < 0 {
 		s.sentAt[i] = s.now
 	}
-	rk, h, ok := s.route(i)
+	var rk *rank
+	var h handle
+	var delay time.Duration
+	ok := false
+	if s.rr2 != nil {
+		rk, h, delay, ok = s.routeReplica(i)
+	} else {
+		rk, h, ok = s.route(i)
+	}
 	if !ok {
 		s.res.Refused++
 		s.push(s.now+s.cfg.RetryDelay, evSend, i, nil)
 		return
 	}
+	s.dispatch(i, rk, h, delay)
+}
+
+// enqueueAt puts j in rk's queue after delay (a store round trip).
+func (s *sim) enqueueAt(rk *rank, j *job, delay time.Duration) {
+	if delay <= 0 {
+		s.enqueue(rk, j)
+		return
+	}
+	j.rank, j.gen = rk, rk.w.gen
+	s.push(s.now+delay, evArrive, 0, j)
+}
+
+// arrive is a dispatch reaching its worker after a store round trip; one
+// whose worker went down or restarted meanwhile is lost (its client sends
+// it again after RetryDelay, as after a restart).
+func (s *sim) arrive(j *job) {
+	rk := j.rank
+	if rk.w.state != stUp || rk.w.gen != j.gen {
+		if !j.lost {
+			s.res.Lost++
+			s.push(s.now+s.cfg.RetryDelay, evSend, j.req, nil)
+		}
+		return
+	}
+	s.enqueue(rk, j)
+}
+
+// dispatch sends request i to rk, reaching it after delay: ambiguous (D6)
+// or accepted. The outcome is reported to the layer at once (the
+// request's turn does not hold its session across the delay).
+func (s *sim) dispatch(i int, rk *rank, h handle, delay time.Duration) {
 	s.tries[i]++
 	try := s.tries[i]
 	if s.chance(i, try, 1) < s.cfg.AmbiguousProb {
@@ -378,14 +528,18 @@ func (s *sim) send(i int) {
 		s.res.Ambiguous++
 		h.complete(s, rk, placement.Ambiguous, ran)
 		if ran {
-			s.enqueue(rk, &job{req: i, lost: true})
+			s.enqueueAt(rk, &job{req: i, lost: true}, delay)
 		}
 		s.sentAt[i] = -1 // the client's timeout is not the policy's doing
 		s.push(s.now+s.cfg.ClientTimeout, evSend, i, nil)
 		return
 	}
 	h.complete(s, rk, placement.Accepted, true)
-	s.enqueue(rk, &job{req: i, est: h.est})
+	s.enqueueAt(rk, &job{req: i, est: h.est}, delay)
+	s.trackSplit(i, rk)
+	if s.rr2 != nil {
+		s.afterAccept(i, rk, h)
+	}
 }
 
 // promptBlocks returns request i's prefix block hashes (prompt only, or
@@ -515,9 +669,11 @@ func (s *sim) decodeDone(j *job) {
 // ResolverInterval, a pass of impl/resolver, which settles the quarantines
 // by asking the simulation whether each attempt arrived.
 func (s *sim) tick() {
-	s.clk.Reclaim()
-	if s.resolver != nil {
-		s.res.Resolved += s.resolver.Pass(context.Background()).Resolved
+	for _, rep := range s.reps {
+		rep.clk.Reclaim()
+		if rep.resolver != nil {
+			s.res.Resolved += rep.resolver.Pass(context.Background()).Resolved
+		}
 	}
 	every := s.cfg.ResolverInterval
 	if every <= 0 {
@@ -552,10 +708,25 @@ func (s *sim) join(i int) {
 }
 
 func (s *sim) layerJoin(w *worker) {
-	if s.layer == nil {
+	for _, rep := range s.reps {
+		_, _ = rep.layer.Join(affinity.Worker{ID: w.id, Identity: fmt.Sprintf("%s#%d", w.id, w.instance), Ranks: s.cfg.Ranks})
+	}
+}
+
+// forgetWorker drops w from every prefix index (each replica's, or the
+// policy's).
+func (s *sim) forgetWorker(w *worker) {
+	if len(s.reps) == 0 {
+		if s.prefix != nil {
+			s.prefix.ForgetWorker(w.id)
+		}
 		return
 	}
-	_, _ = s.layer.Join(affinity.Worker{ID: w.id, Identity: fmt.Sprintf("%s#%d", w.id, w.instance), Ranks: s.cfg.Ranks})
+	for _, rep := range s.reps {
+		if rep.prefix != nil {
+			rep.prefix.ForgetWorker(w.id)
+		}
+	}
 }
 
 // restart makes w a new instance: empty caches, everything it ran lost
@@ -573,9 +744,7 @@ func (s *sim) restart(w *worker) {
 		rk.active, rk.queue, rk.busy, rk.inflight, rk.backlog = nil, nil, nil, 0, 0
 		rk.cache.Clear()
 	}
-	if s.prefix != nil {
-		s.prefix.ForgetWorker(w.id)
-	}
+	s.forgetWorker(w)
 }
 
 func (s *sim) setUp(w *worker) { w.state = stUp }
@@ -612,8 +781,8 @@ func (s *sim) change(c Change) {
 			return
 		}
 		s.setDown(w, stFailed)
-		if s.layer != nil {
-			_ = s.layer.Fail(w.id)
+		for _, rep := range s.reps {
+			_ = rep.layer.Fail(w.id)
 		}
 	case Recover:
 		if w.state != stFailed {
@@ -633,12 +802,10 @@ func (s *sim) change(c Change) {
 			return
 		}
 		s.setDown(w, stGone)
-		if s.layer != nil {
-			_ = s.layer.Leave(w.id)
+		for _, rep := range s.reps {
+			_ = rep.layer.Leave(w.id)
 		}
-		if s.prefix != nil {
-			s.prefix.ForgetWorker(w.id)
-		}
+		s.forgetWorker(w)
 	case Join:
 		s.join(c.Worker)
 		return
@@ -674,8 +841,8 @@ func (s *sim) finish() *Result {
 		res.WorkerRequests = append(res.WorkerRequests, w.dispatched)
 	}
 	res.Targets = len(s.workers[0].ranks) * s.cfg.Workers
-	if s.layer != nil {
-		st := s.layer.Stats()
+	for _, rep := range s.reps {
+		st := rep.layer.Stats()
 		for _, m := range st.Moves {
 			res.Moves += int(m)
 		}
@@ -684,8 +851,8 @@ func (s *sim) finish() *Result {
 				res.Unpinned += int(u)
 			}
 		}
-		res.Quarantines = int(st.QuarantinesOpened)
-		res.Hits = int(st.Hits)
+		res.Quarantines += int(st.QuarantinesOpened)
+		res.Hits += int(st.Hits)
 	}
 	return &res
 }
