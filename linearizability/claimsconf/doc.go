@@ -22,6 +22,13 @@
 //     model's write; the claim returned must be the one the model caches.
 //   - Reconcile(r, s): CreateOrGet(s) proposing the unclaimed entry's
 //     target, then Hold of the new revision when r has leases on it.
+//   - Move(r, s, w): Move(s, cached revision, w) — the model's write
+//     must be the store's (a new lineage, Born == Rev), its stutter a
+//     *claims.MoveError of the model's kind: ErrNotBound when the
+//     cached revision is current but not Bound, ErrClaimMoved otherwise,
+//     carrying the model's current claim (none when there is none).
+//     Two of three drawn moves are drawn again among the other actions
+//     (a move cuts the deeper states short).
 //   - Route(r, s), first lease of a connected replica on a Bound entry:
 //     Hold(s, rev) — nil when the model holds, ErrClaimMoved when it
 //     evicts. Later leases and disconnected routes: no store call.
@@ -104,7 +111,8 @@
 //
 // Broken variants (TestMutantsCaught): store wrappers whose Close ignores
 // the revision, whose Hold ignores it, whose Unhold never ends a Closing
-// claim, and whose CreateOrGet keeps a stale claim; the check must fail
+// claim, whose CreateOrGet keeps a stale claim, and whose Move ignores
+// the revision; the check must fail
 // on each within rapid's default 100 runs. Reproduce any failure with the
 // -rapid.seed (or -rapid.failfile) rapid prints.
 package claimsconf

@@ -58,7 +58,7 @@ func config() mc.Config {
 		Replicas: []string{"r0", "r1", "r2"},
 		Sessions: []string{"s0", "s1"},
 		Workers:  []string{"w0", "w1"},
-		MaxRev:   63, MaxGen: 250, MaxLeases: 2, MaxChan: 3, MaxFaults: 250,
+		MaxRev:   63, MaxGen: 250, MaxLeases: 2, MaxChan: 3, MaxFaults: 250, MaxMoves: 250,
 	}
 }
 
@@ -161,7 +161,7 @@ func ctx() (context.Context, context.CancelFunc) {
 }
 
 // drivenActs are the model actions the harness draws, in Next's order.
-var drivenActs = []mc.Action{mc.ActClaim, mc.ActPlaceLocal, mc.ActRoute, mc.ActRelease, mc.ActAmbiguous,
+var drivenActs = []mc.Action{mc.ActClaim, mc.ActPlaceLocal, mc.ActMove, mc.ActRoute, mc.ActRelease, mc.ActAmbiguous,
 	mc.ActResolve, mc.ActClose, mc.ActReconcile, mc.ActExpire, mc.ActBumpGeneration, mc.ActReceive,
 	mc.ActDuplicate, mc.ActDrop, mc.ActDisconnect, mc.ActReconnect, mc.ActCrash}
 
@@ -225,6 +225,8 @@ func (e *env) impl(l mc.Label, pre, n *mc.State) error {
 	switch l.Act {
 	case mc.ActClaim:
 		return e.createOrGet(c, l, pre, n, r, ss, l.W, "Claim")
+	case mc.ActMove:
+		return e.move(c, l, pre, n)
 	case mc.ActPlaceLocal, mc.ActReceive, mc.ActDuplicate, mc.ActDrop:
 		// Replica-local (cache) and watch-channel steps: no store call.
 		e.count(l.Act.String())
@@ -377,6 +379,59 @@ func (e *env) createOrGet(c context.Context, l mc.Label, pre, n *mc.State, r, ss
 		e.count(kind + "/read")
 	}
 	return e.sameClaim(l, "the claim CreateOrGet returned", n.Claim[ss], cl, true)
+}
+
+// move is the store side of Move(r, s, w): Move(s, cached revision,
+// w). The model's write must be the store's (the new claim mapped to its
+// revision); the model's stutter must be a *MoveError whose kind
+// (ErrClaimMoved or ErrNotBound) and current claim are the model's
+// (the replica's cache then holds the current claim, or none).
+func (e *env) move(c context.Context, l mc.Label, pre, n *mc.State) error {
+	r, ss := l.R, l.S
+	ent := pre.Cache[e.ix(r, ss)]
+	rv, ok := e.rev(ent.Rev)
+	if !ok {
+		return e.fail(l, "cached model revision %d was never written to the store", ent.Rev)
+	}
+	got, err := e.h[r].Move(c, e.key(ss), rv, claims.Target{Worker: e.wname(l.W)})
+	if n.Rev > pre.Rev {
+		e.count("Move/moved")
+		if err != nil {
+			return e.fail(l, "Move(%s, %d, %s): the model moves, store says %v", e.key(ss), rv, e.wname(l.W), err)
+		}
+		if got.Born != got.Rev {
+			return e.fail(l, "Move: the moved claim %+v does not begin a lineage", got)
+		}
+		if err := e.mapRev(l, n.Rev, got.Rev); err != nil {
+			return err
+		}
+		return e.sameClaim(l, "the claim Move returned", n.Claim[ss], got, true)
+	}
+	var me *claims.MoveError
+	if !errors.As(err, &me) {
+		return e.fail(l, "Move(%s, %d): the model refuses, store says %v (%+v)", e.key(ss), rv, err, got)
+	}
+	cur := pre.Claim[ss]
+	notBound := cur.St != mc.StNone && cur.Rev == ent.Rev
+	switch {
+	case notBound:
+		e.count("Move/not-bound")
+		if !errors.Is(err, claims.ErrNotBound) {
+			return e.fail(l, "Move: the model's claim at the cached revision is %v, store says %v", cur.St, err)
+		}
+	case cur.St == mc.StNone:
+		e.count("Move/no-claim")
+		if !errors.Is(err, claims.ErrClaimMoved) || me.Found {
+			return e.fail(l, "Move: the model has no claim, store says %v", err)
+		}
+		return nil
+	default:
+		e.count("Move/fenced")
+		if !errors.Is(err, claims.ErrClaimMoved) {
+			return e.fail(l, "Move: the model's claim moved on (rev %d), store says %v", cur.Rev, err)
+		}
+	}
+	return e.sameClaim(l, "the claim a refused Move found", cur, me.Current, me.Found)
 }
 
 func (e *env) quarantine(c context.Context, l mc.Label, pre, n *mc.State) error {
@@ -651,7 +706,7 @@ func (c *coverage) String() string {
 
 // outcomes are the step outcomes the store-level test must reach.
 var outcomes = []string{
-	"Claim/write", "Claim/read", "PlaceLocal", "Route/hold", "Route/moved", "Route/local",
+	"Claim/write", "Claim/read", "PlaceLocal", "Move/moved", "Move/not-bound", "Move/fenced", "Move/no-claim", "Route/hold", "Route/moved", "Route/local",
 	"Release/unhold", "Release/local", "Ambiguous/quarantine", "Ambiguous/moved",
 	"Resolve/accepted", "Resolve/not-accepted", "Resolve/fenced", "Resolve/stale",
 	"Close/deleted", "Close/deferred", "Close/stale", "Reconcile/write", "Reconcile/read",

@@ -62,11 +62,24 @@ func (s keepsStale) CreateOrGet(ctx context.Context, key string, propose func() 
 	return s.Store.CreateOrGet(ctx, key, propose)
 }
 
+// unfencedMove moves whatever revision the claim has now (the model's
+// BugUnfencedMove, in the store): the loser of two moves from one
+// revision overwrites the winner.
+type unfencedMove struct{ claims.Store }
+
+func (s unfencedMove) Move(ctx context.Context, key string, rev int64, target claims.Target) (claims.Claim, error) {
+	if c, ok, err := s.Get(ctx, key); err == nil && ok {
+		rev = c.Rev
+	}
+	return s.Store.Move(ctx, key, rev, target)
+}
+
 var mutants = map[string]func(claims.Store) claims.Store{
 	"UnfencedClose":      func(s claims.Store) claims.Store { return unfencedClose{s} },
 	"UnfencedHold":       func(s claims.Store) claims.Store { return unfencedHold{s} },
 	"UnholdKeepsClosing": func(s claims.Store) claims.Store { return unholdKeepsClosing{s} },
 	"KeepsStale":         func(s claims.Store) claims.Store { return keepsStale{s} },
+	"UnfencedMove":       func(s claims.Store) claims.Store { return unfencedMove{s} },
 }
 
 // recTB is a rapid.TB that records a failure instead of failing the test.

@@ -62,6 +62,28 @@ func (s touchForgotten) Touch(ctx context.Context, key string, rev int64) error 
 	return s.Store.Touch(ctx, key, rev)
 }
 
+// unfencedMove moves whatever revision is current.
+type unfencedMove struct{ claims.Store }
+
+func (s unfencedMove) Move(ctx context.Context, key string, rev int64, target claims.Target) (claims.Claim, error) {
+	if c, ok, err := s.Get(ctx, key); err == nil && ok {
+		rev = c.Rev
+	}
+	return s.Store.Move(ctx, key, rev, target)
+}
+
+// moveOverQuarantine settles a quarantine as accepted to move the claim.
+type moveOverQuarantine struct{ claims.Store }
+
+func (s moveOverQuarantine) Move(ctx context.Context, key string, rev int64, target claims.Target) (claims.Claim, error) {
+	if c, ok, err := s.Get(ctx, key); err == nil && ok && c.Rev == rev && c.State == claims.Quarantined {
+		if r, ok, err := s.Resolve(ctx, key, c.Attempt, c.Gen, true); err == nil && ok {
+			rev = r.Rev
+		}
+	}
+	return s.Store.Move(ctx, key, rev, target)
+}
+
 // catchSeeds is how many seeds a broken store gets to be caught in: most
 // are caught within four, but a forgotten touch shows only when the clock
 // moves past the idle deadline between the touch and a later read, which
@@ -73,7 +95,8 @@ const catchSeeds = 16
 // finds a memstore whose handles break the contract, each within a few
 // seeds: a close not fenced by its revision, a close that ignores other
 // replicas' holds, stale reads, a touch that does not restart the idle
-// expiry.
+// expiry, a move not fenced by its revision, a move over a quarantine
+// (settled as accepted to be moved).
 func TestCatchesBrokenStores(t *testing.T) {
 	for _, tc := range []struct {
 		name string
@@ -83,6 +106,8 @@ func TestCatchesBrokenStores(t *testing.T) {
 		{"close ignores holders", func(s claims.Store) claims.Store { return closeIgnoresHolders{s} }},
 		{"stale get", func(s claims.Store) claims.Store { return staleGet{s, new(int), map[string]claims.Claim{}} }},
 		{"touch forgotten", func(s claims.Store) claims.Store { return touchForgotten{s} }},
+		{"unfenced move", func(s claims.Store) claims.Store { return unfencedMove{s} }},
+		{"move over a quarantine", func(s claims.Store) claims.Store { return moveOverQuarantine{s} }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			began := time.Now()

@@ -14,8 +14,13 @@
 // Every call is recorded with its call and return times and what it
 // returned, and the history is checked against the model of this package
 // (model.go, written from docs/claims.md and the claims.Store docs).
+// Moves are among the calls (Move from the revision last seen, or an
+// older one, to any worker): the model checks each is fenced by its
+// revision, moves only a Bound claim, to a registered worker, and starts
+// a new lineage with no holds.
 // TestCatchesBrokenStores shows broken stores caught (an unfenced close,
-// a close that ignores holders, stale reads, a touch that does nothing).
+// a close that ignores holders, stale reads, a touch that does nothing,
+// an unfenced move, a move over a quarantine).
 //
 // # Routing runs (ExecuteRoutes, TestRoutingMem, TestRoutingEtcd)
 //

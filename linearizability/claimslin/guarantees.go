@@ -411,7 +411,7 @@ func CheckEvents(h []porcupine.Operation, events [][]Received) []string {
 	}
 	for _, op := range h {
 		in, o := op.Input.(Input), op.Output.(Output)
-		if !in.Op.keyed() || o.Unknown || !o.Has || (o.Err != ErrNone && o.Err != ErrFenced) {
+		if !in.Op.keyed() || o.Unknown || !o.Has || (o.Err != ErrNone && o.Err != ErrFenced && o.Err != ErrMoved && o.Err != ErrNotBound) {
 			continue
 		}
 		if t, ok := ended[[2]int64{int64(in.Key), o.Claim.Rev}]; ok && t < op.Call {

@@ -134,6 +134,8 @@ type Coverage struct {
 	QuarantineOK, QuarantineMoved           int
 	ResolveAccepted, ResolveNot, Fenced     int
 	TouchOK, TouchMoved                     int
+	MoveOK, MoveMoved, MoveNotBound         int // Move: moved, fenced out (ErrClaimMoved), refused (ErrNotBound)
+	MoveUnknownWorker                       int // Move refused: the target not registered
 	Registers, Deregisters, Members         int
 	EndSessions, Advances                   int
 	Unknown, UnknownTookEffect              int // unknown outcomes; those the harness knows took effect (lost responses)
@@ -165,6 +167,10 @@ func (c *Coverage) Add(o Coverage) {
 	c.Fenced += o.Fenced
 	c.TouchOK += o.TouchOK
 	c.TouchMoved += o.TouchMoved
+	c.MoveOK += o.MoveOK
+	c.MoveMoved += o.MoveMoved
+	c.MoveNotBound += o.MoveNotBound
+	c.MoveUnknownWorker += o.MoveUnknownWorker
 	c.Registers += o.Registers
 	c.Deregisters += o.Deregisters
 	c.Members += o.Members
@@ -227,6 +233,8 @@ func classify(err error) (ErrKind, bool) {
 		return ErrFenced, false
 	case errors.Is(err, claims.ErrUnknownWorker):
 		return ErrUnknownWorker, false
+	case errors.Is(err, claims.ErrNotBound):
+		return ErrNotBound, false
 	}
 	return ErrOther, false
 }
@@ -241,6 +249,10 @@ func errOut(err error) Output {
 	var fe *claims.FencedError
 	if errors.As(err, &fe) && fe.Found {
 		o.Has, o.Claim = true, fromClaim(fe.Current)
+	}
+	var me *claims.MoveError
+	if errors.As(err, &me) && me.Found {
+		o.Has, o.Claim = true, fromClaim(me.Current)
 	}
 	return o
 }
@@ -561,6 +573,27 @@ func (c *client) step(ctx context.Context, e env, r *recorder, plan Plan) bool {
 			return o
 		})
 		learned(out, cl)
+	case op < 24:
+		// A move, mostly from the revision last seen, to any worker
+		// (sometimes one never registered).
+		rev := c.rev(k)
+		t := Tgt{W: int8(rng.IntN(plan.Workers)), R: int8(rng.IntN(3) - 1)}
+		if rng.IntN(12) == 0 {
+			t.W = int8(min(plan.Workers, MaxWorkers-1))
+		}
+		var cl claims.Claim
+		out := do(Input{Op: OpMove, Key: k, Rev: rev, Target: t}, func(ctx context.Context) Output {
+			got, err := c.store.Move(ctx, key, rev, toTarget(t))
+			o := errOut(err)
+			if err == nil {
+				o.Has, o.Claim, cl = true, fromClaim(got), got
+			}
+			return o
+		})
+		learned(out, cl)
+		if !out.Unknown && (out.Err == ErrMoved || out.Err == ErrNotBound) && out.Has {
+			c.learn(k, claimOf(key, out.Claim)) // the *MoveError's current claim
+		}
 	case op < 28:
 		var cl claims.Claim
 		out := do(Input{Op: OpGet, Key: k}, func(ctx context.Context) Output {
@@ -779,6 +812,17 @@ func count(h []porcupine.Operation, events [][]Received) Coverage {
 				c.TouchOK++
 			} else {
 				c.TouchMoved++
+			}
+		case OpMove:
+			switch out.Err {
+			case ErrNone:
+				c.MoveOK++
+			case ErrMoved:
+				c.MoveMoved++
+			case ErrNotBound:
+				c.MoveNotBound++
+			case ErrUnknownWorker:
+				c.MoveUnknownWorker++
 			}
 		case OpRegister:
 			c.Registers++

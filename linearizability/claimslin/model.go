@@ -46,10 +46,15 @@ const (
 	// OpDropRegistrations is the other half of a session's end: the
 	// registrations replica Replica's session made vanish.
 	OpDropRegistrations
+	// OpMove is Move(key, rev, target): a new lineage of the key's claim,
+	// Bound to Target under its worker's generation, fenced by Rev (a
+	// keyed call, numbered after the others so that saved histories keep
+	// their numbers).
+	OpMove
 )
 
 var opNames = [...]string{"?", "CreateOrGet", "Get", "Hold", "Unhold", "Close", "Quarantine", "Resolve", "Touch",
-	"Register", "Deregister", "Members", "EndSession", "Advance", "DropRegistrations"}
+	"Register", "Deregister", "Members", "EndSession", "Advance", "DropRegistrations", "Move"}
 
 // String names the operation as the reports print it.
 func (o Op) String() string {
@@ -61,7 +66,7 @@ func (o Op) String() string {
 
 // keyed reports whether o is a call on one session key (else it goes to
 // every partition).
-func (o Op) keyed() bool { return o >= OpCreateOrGet && o <= OpTouch }
+func (o Op) keyed() bool { return o >= OpCreateOrGet && o <= OpTouch || o == OpMove }
 
 // Tgt is a target: worker W (0 to MaxWorkers-1, named "w0", "w1", ...)
 // and rank R, -1 for none.
@@ -117,9 +122,10 @@ type Input struct {
 	Client int `json:"client"`
 	// Key: the session key's index ("s<Key>").
 	Key int `json:"key,omitempty"`
-	// Target: CreateOrGet's proposal.
+	// Target: CreateOrGet's proposal, Move's target.
 	Target Tgt `json:"target,omitzero"`
-	// Rev: the revision Hold, Close, Quarantine and Touch are fenced by.
+	// Rev: the revision Hold, Close, Quarantine, Move and Touch are
+	// fenced by.
 	Rev int64 `json:"rev,omitempty"`
 	// Attempt and Gen: Quarantine's and Resolve's attempt and generation;
 	// Accepted: Resolve's outcome.
@@ -153,9 +159,12 @@ const (
 	// ErrStoreClosed: claims.ErrClosed, a call on a handle shut down
 	// (nothing done).
 	ErrStoreClosed
+	// ErrNotBound: claims.ErrNotBound, a Move from the current revision
+	// of a claim that is not Bound (a *MoveError; nothing done).
+	ErrNotBound
 )
 
-var errNames = [...]string{"nil", "ClaimMoved", "Fenced", "UnknownWorker", "Unavailable", "Other", "Proposal", "Closed"}
+var errNames = [...]string{"nil", "ClaimMoved", "Fenced", "UnknownWorker", "Unavailable", "Other", "Proposal", "Closed", "NotBound"}
 
 // String names the error kind as the reports print it.
 func (e ErrKind) String() string {
@@ -188,9 +197,10 @@ type Output struct {
 	Unknown bool `json:"unknown,omitempty"`
 	// Msg is the error's text (not compared).
 	Msg string `json:"msg,omitempty"`
-	// Has and Claim: the claim CreateOrGet, Get, Quarantine and Resolve
-	// (Accepted) returned; with ErrFenced, the *FencedError's Current
-	// (Has: Found).
+	// Has and Claim: the claim CreateOrGet, Get, Quarantine, Resolve
+	// (Accepted) and Move returned; with ErrFenced, the *FencedError's
+	// Current (Has: Found); with Move's ErrMoved and ErrNotBound, the
+	// *MoveError's Current (Has: Found).
 	Has     bool  `json:"has,omitempty"`
 	Claim   Claim `json:"claim,omitzero"`
 	Created bool  `json:"created,omitempty"`
@@ -536,6 +546,8 @@ func Step(p Params, s State, in Input, out Output) []State {
 		return next
 	case OpResolve:
 		return stepResolve(s, in, out)
+	case OpMove:
+		return stepMove(s, in, out)
 	case OpTouch:
 		ok, moved := lineageFence(s, in.Rev)
 		if out.Err == ErrMoved {
@@ -766,6 +778,97 @@ func stepResolve(s State, in Input, out Output) []State {
 	return next
 }
 
+// stepMove checks a Move: fenced by its revision (ErrMoved, the
+// *MoveError carrying the claim found), only a Bound claim moves
+// (ErrNotBound, carrying it), to a registered worker (ErrUnknownWorker);
+// else a new lineage, Bound to the target under its worker's generation,
+// with no holds (the old lineage's end).
+func stepMove(s State, in Input, out Output) []State {
+	ok, moved := fenceRev(s, in.Rev)
+	var next []State
+	switch out.Err {
+	case ErrMoved:
+		for _, n := range moved {
+			switch {
+			case !out.Has:
+				if n.C.St == StNone {
+					next = append(next, n)
+				}
+			case out.Claim.Rev != in.Rev:
+				next = append(next, matchClaim(n, out.Claim)...)
+			}
+		}
+		return next
+	case ErrNotBound:
+		for _, n := range ok {
+			if n.C.St != StBound && out.Has && out.Claim.Rev == in.Rev {
+				next = append(next, matchClaim(n, out.Claim)...)
+			}
+		}
+		return next
+	}
+	for _, n := range ok {
+		if n.C.St != StBound {
+			continue
+		}
+		next = append(next, moveTo(n, in, out)...)
+	}
+	return next
+}
+
+// moveTo checks a Move from the current revision of a Bound claim: it
+// writes the target, Bound, under its worker's generation (a new
+// lineage: no holds), or fails with ErrUnknownWorker when the worker is
+// not registered.
+func moveTo(s State, in Input, out Output) []State {
+	w := in.Target.W
+	if w < 0 || int(w) >= MaxWorkers {
+		return nil
+	}
+	if !s.M[w].On {
+		return when(out.Err == ErrUnknownWorker && !out.Has, s)
+	}
+	c := out.Claim
+	if out.Err != ErrNone || !out.Has || out.Created || c.St != StBound || c.T != in.Target || c.Att != 0 {
+		return nil
+	}
+	n := s
+	n.C, n.Holders = claimState{T: in.Target}, 0
+	if !n.M[w].Gen.pin(c.Gen) {
+		return nil
+	}
+	n.bump(c.Gen)
+	if !n.write(c.Rev, StBound, 0) || !n.pinBorn(c) {
+		return nil
+	}
+	n.C.Gen = known(c.Gen)
+	return []State{n}
+}
+
+// moveEffect is what a Move whose outcome is unknown leaves s in had it
+// taken effect: a new lineage at the target, under its worker's
+// generation (linked when not known yet), with no holds.
+func moveEffect(s State, in Input) []State {
+	ok, _ := fenceRev(s, in.Rev)
+	var next []State
+	for _, n := range ok {
+		w := in.Target.W
+		if n.C.St != StBound || w < 0 || int(w) >= MaxWorkers || !n.M[w].On {
+			continue
+		}
+		m := n.M[w]
+		n.C, n.Holders = claimState{T: in.Target}, 0
+		n.write(0, StBound, 0)
+		if m.Gen.V > 0 {
+			n.C.Gen = m.Gen
+		} else {
+			n.C.GenMode = genLinked
+		}
+		next = append(next, n)
+	}
+	return next
+}
+
 func stepMembers(s State, out Output) []State {
 	if out.Err != ErrNone || out.Rev < s.MaxRev {
 		return nil
@@ -890,6 +993,8 @@ func effects(p Params, s State, in Input) []State {
 		}
 		s.write(0, StBound, 0)
 		return []State{s}
+	case OpMove:
+		return moveEffect(s, in)
 	case OpTouch:
 		ok, _ := lineageFence(s, in.Rev)
 		for i := range ok {
@@ -1000,6 +1105,8 @@ func Describe(in Input, out Output) string {
 		fmt.Fprintf(&b, "(s%d, rev %d, att %#x, gen %d)", in.Key, in.Rev, in.Attempt, in.Gen)
 	case OpResolve:
 		fmt.Fprintf(&b, "(s%d, att %#x, gen %d, accepted %v)", in.Key, in.Attempt, in.Gen, in.Accepted)
+	case OpMove:
+		fmt.Fprintf(&b, "(s%d, rev %d, to %s)", in.Key, in.Rev, in.Target)
 	case OpRegister:
 		fmt.Fprintf(&b, "(w%d, %c)", in.Worker, 'a'+rune(in.Ident))
 	case OpDeregister:
@@ -1013,8 +1120,8 @@ func Describe(in Input, out Output) string {
 	case out.Unknown:
 		b.WriteString(" -> unknown (unavailable)")
 		return b.String()
-	case out.Err == ErrFenced && out.Has:
-		fmt.Fprintf(&b, " -> Fenced, found %s", out.Claim)
+	case (out.Err == ErrFenced || out.Err == ErrMoved || out.Err == ErrNotBound) && out.Has:
+		fmt.Fprintf(&b, " -> %s, found %s", out.Err, out.Claim)
 		return b.String()
 	case out.Err == ErrOther:
 		fmt.Fprintf(&b, " -> Other (%s)", out.Msg)
@@ -1024,7 +1131,7 @@ func Describe(in Input, out Output) string {
 		return b.String()
 	}
 	switch in.Op {
-	case OpCreateOrGet, OpGet, OpQuarantine, OpResolve:
+	case OpCreateOrGet, OpGet, OpQuarantine, OpResolve, OpMove:
 		if !out.Has {
 			b.WriteString(" -> none")
 		} else {

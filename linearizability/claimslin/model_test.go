@@ -175,3 +175,63 @@ func TestLineage(t *testing.T) {
 	assert.True(t, check(rereg, fenced))
 	assert.False(t, check(rereg, settled))
 }
+
+// TestModelMove: a Move is fenced by its revision (the first of two
+// concurrent moves from one revision wins, the loser is told the
+// winner's claim), moves only a Bound claim, to a registered worker; it
+// starts a new lineage (Born == Rev) with no holds; an unknown outcome is
+// taken either way.
+func TestModelMove(t *testing.T) {
+	w0, w1 := Tgt{W: 0, R: -1}, Tgt{W: 1, R: 2}
+	setup := []porcupine.Operation{
+		op(0, 0, 1, Input{Op: OpRegister, Worker: 0}, Output{Gen: 1}),
+		op(0, 2, 3, Input{Op: OpRegister, Worker: 1}, Output{Gen: 2}),
+		op(1, 4, 5, Input{Op: OpCreateOrGet, Target: w0}, claimOut(Claim{Rev: 5, Born: 5, T: w0, Gen: 1, St: StBound}, true)),
+	}
+	ok := func(ops ...porcupine.Operation) bool {
+		return porcupine.CheckOperations(NewModel(Params{}), append(append([]porcupine.Operation(nil), setup...), ops...))
+	}
+	move := func(client int, call, ret, rev int64, to Tgt, out Output) porcupine.Operation {
+		return op(client, call, ret, Input{Op: OpMove, Rev: rev, Target: to}, out)
+	}
+	get := func(call int64, c Claim) porcupine.Operation {
+		return op(3, call, call+1, Input{Op: OpGet}, claimOut(c, false))
+	}
+	c5 := Claim{Rev: 5, Born: 5, T: w0, Gen: 1, St: StBound}
+	m7 := Claim{Rev: 7, Born: 7, T: w1, Gen: 2, St: StBound}
+	m8 := Claim{Rev: 8, Born: 8, T: w0, Gen: 1, St: StBound}
+
+	assert.True(t, ok(move(2, 6, 7, 5, w1, claimOut(m7, false)), get(8, m7)))
+	assert.False(t, ok(move(2, 6, 7, 4, w1, claimOut(m7, false))), "a move from an old revision")
+	assert.False(t, ok(move(2, 6, 7, 5, w1, claimOut(Claim{Rev: 7, Born: 5, T: w1, Gen: 2, St: StBound}, false))), "the old lineage kept")
+	assert.False(t, ok(move(2, 6, 7, 5, w1, claimOut(Claim{Rev: 7, Born: 7, T: w1, Gen: 1, St: StBound}, false))), "not the target's generation")
+	assert.False(t, ok(move(2, 6, 7, 5, w1, claimOut(m7, false)), get(8, c5)), "the old revision read after the move")
+	// Two concurrent moves from one revision: the first wins, the second
+	// is told the winner's claim.
+	assert.True(t, ok(move(2, 6, 9, 5, w1, claimOut(m7, false)), move(4, 6, 9, 5, w0, Output{Err: ErrMoved, Has: true, Claim: m7})))
+	assert.False(t, ok(move(2, 6, 9, 5, w1, claimOut(m7, false)), move(4, 6, 9, 5, w0, claimOut(m8, false))), "both moves from one revision won")
+	assert.False(t, ok(move(4, 6, 7, 5, w0, Output{Err: ErrMoved, Has: true, Claim: c5})), "refused as moved with the revision current")
+	// A move ends the old lineage's holds: a Close of the new claim
+	// deletes it, the old holder's Close is stale.
+	hold := op(4, 5, 6, Input{Op: OpHold, Rev: 5}, Output{})
+	assert.True(t, ok(hold, move(2, 7, 8, 5, w1, claimOut(Claim{Rev: 8, Born: 8, T: w1, Gen: 2, St: StBound}, false)),
+		op(4, 9, 10, Input{Op: OpClose, Rev: 5}, Output{Close: CloseStale}),
+		op(2, 11, 12, Input{Op: OpClose, Rev: 8}, Output{Close: CloseDeleted})))
+	assert.False(t, ok(hold, move(2, 7, 8, 5, w1, claimOut(Claim{Rev: 8, Born: 8, T: w1, Gen: 2, St: StBound}, false)),
+		op(2, 11, 12, Input{Op: OpClose, Rev: 8}, Output{Close: CloseDeferred})), "the old lineage's hold kept")
+	// Only a Bound claim moves.
+	q := Claim{Rev: 7, Born: 5, T: w0, Gen: 1, St: StQuarantined, Att: 3}
+	quar := op(2, 6, 7, Input{Op: OpQuarantine, Rev: 5, Attempt: 3, Gen: 1}, claimOut(q, false))
+	assert.True(t, ok(quar, move(2, 8, 9, 7, w1, Output{Err: ErrNotBound, Has: true, Claim: q}), get(10, q)))
+	assert.False(t, ok(quar, move(2, 8, 9, 7, w1, claimOut(Claim{Rev: 9, Born: 9, T: w1, Gen: 2, St: StBound}, false))), "a quarantine moved")
+	assert.False(t, ok(move(2, 6, 7, 5, w1, Output{Err: ErrNotBound, Has: true, Claim: c5})), "a bound claim refused as not bound")
+	// The target must be registered.
+	dereg := op(0, 6, 7, Input{Op: OpDeregister, Worker: 1}, Output{})
+	assert.True(t, ok(dereg, move(2, 8, 9, 5, w1, Output{Err: ErrUnknownWorker}), get(10, c5)))
+	assert.False(t, ok(move(2, 8, 9, 5, w1, Output{Err: ErrUnknownWorker})), "a registered target refused")
+	// An unknown outcome: either way.
+	um := unknown(2, 6, Input{Op: OpMove, Rev: 5, Target: w1})
+	assert.True(t, ok(um, get(8, c5)))
+	assert.True(t, ok(um, get(8, Claim{Rev: 11, Born: 11, T: w1, Gen: 2, St: StBound})))
+	assert.False(t, ok(um, get(8, Claim{Rev: 11, Born: 11, T: w0, Gen: 1, St: StBound})), "an unknown move to another target")
+}

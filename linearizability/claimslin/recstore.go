@@ -284,6 +284,27 @@ func (r *recStore) Resolve(ctx context.Context, key string, attempt uint64, gen 
 	return c, ok, rerr
 }
 
+// Move implements claims.Store.
+func (r *recStore) Move(ctx context.Context, key string, rev int64, target claims.Target) (claims.Claim, error) {
+	k, err := r.key(key)
+	if err != nil {
+		return claims.Claim{}, err
+	}
+	var (
+		c    claims.Claim
+		merr error
+	)
+	r.do(Input{Op: OpMove, Key: k, Rev: rev, Target: fromTarget(target)}, func() Output {
+		c, merr = r.s.Move(ctx, key, rev, target)
+		o := errOut(merr)
+		if merr == nil {
+			o.Has, o.Claim = true, fromClaim(c)
+		}
+		return o
+	})
+	return c, merr
+}
+
 // Touch implements claims.Store.
 func (r *recStore) Touch(ctx context.Context, key string, rev int64) error {
 	k, err := r.key(key)

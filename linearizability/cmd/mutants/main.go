@@ -81,6 +81,7 @@ var affinityVariants = []struct{ name, doc string }{
 	{"CountsRefusalCalls", "Stats.Moves[MoveRefused] counts every refused hit's invalidation, also one that removed nothing (a stale hold, a second refusal of one version)"},
 	{"QuarantineGoesAnywhere", "soft mode: a quarantined session's turns go to the full set, not to the quarantined attempt's target while it is eligible"},
 	{"TrustsOldHit", "Start judges the membership after its hit and returns the binding without checking it is still live (a descheduled Start returns a binding that ended)"},
+	{"JoinLocalOnly", "over replicas, Join and Leave change this replica's membership only (no registration in the store): a restart seen by one replica does not fence the others' bindings"},
 }
 
 // queueVariants are the broken variants of impl/policyqueue, as its
@@ -117,6 +118,10 @@ var replicaVariants = []struct{ name, doc string }{
 	{"DropsSecondQuarantine", "an own quarantine refused because another attempt under the same revision was quarantined first is never written: once that one is settled, other replicas dispatch while this attempt's outcome is unknown"},
 	{"UnsettledHold", "a Hold whose reply was lost is taken as not made: when it landed, nothing gives it up, and a close deferred on it leaves the claim Closing"},
 	{"UnsettledCreate", "a CreateOrGet whose reply was lost is taken as not applied: the session is placed unclaimed though its claim was written"},
+	{"UnfencedMove", "a replica's move rewrites the claim from the store's current revision, not the one its hit is on: the second of two concurrent moves overwrites the first"},
+	{"UnsettledMove", "a move whose reply was lost is taken as not applied: the turn fails though the claim moved"},
+	{"KeepsExpiredQuarantine", "an own quarantine the local QuarantineTTL ended is left in the store: every other replica refuses the session until the claim's idle TTL"},
+	{"ReopensSettled", "a quarantine write that found the store unreachable is retried after Resolve settled its attempt: the store is quarantined again (a settled quarantine re-opened)"},
 }
 
 // etcdVariants are the broken variants of impl/claims/etcdstore and its
@@ -130,6 +135,7 @@ var etcdVariants = []struct{ name, doc string }{
 	{"RefreshLossUnmarked", "a claim's lease refresh that finds the store unreachable after a write leaves the store marked up (no Reset)"},
 	{"SessionNotResumed", "a session ended on the client side starts a new lease even when the old one lives: the registrations on it expire after the heal"},
 	{"RegistrationsNotRewritten", "after the session's lease expired, the store's registrations are not written again on the new lease: live workers vanish"},
+	{"MoveIgnoresRegistration", "Move's write is fenced by the claim's revision only: a target that restarts between the read and the write gets a claim under its old generation"},
 	{"NoReadIdleTimeout", "embedded.NewClient's connections have no read-idle timeout: a dead connection is noticed only by gRPC's 10 s keepalive"},
 }
 
@@ -213,7 +219,7 @@ var checkers = []struct{ name, pkg, test string }{
 // eligibility and flood tests (for the rules outside its model).
 var affinityCheckers = []struct{ name, pkg, test string }{
 	{"affinity porcupine", "linearizability/affinitylin", "TestLinearizable"},
-	{"affinity contract tests", "impl/affinity", "TestContract_.*|TestAnchorBug_.*|TestEligibility.*|TestFlood.*"},
+	{"affinity contract tests", "impl/affinity", "TestContract_.*|TestAnchorBug_.*|TestEligibility.*|TestFlood.*|TestReplicas_.*"},
 }
 
 // queueCheckers are tried on the policy queue's variants: the Porcupine
