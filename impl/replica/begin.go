@@ -99,6 +99,7 @@ func (c *Coordinator) beginPlacing(ctx context.Context, key string, a placement.
 func (t *Turn) read() error {
 	c, s := t.c, t.s
 	t.found = nil
+	waited := false
 	for range maxReads {
 		s.mu.Lock()
 		if rec := s.cur.Load(); rec != nil && !rec.evicted.Load() {
@@ -163,6 +164,20 @@ func (t *Turn) read() error {
 		if c.epoch.Load() != epoch || s.maxDeleted >= cl.Rev {
 			s.mu.Unlock()
 			continue // it ended (or may have) as it was read
+		}
+		s.lineageSeenLocked(cl.Born)
+		if s.closingLocked(cl) {
+			s.mu.Unlock()
+			if !waited {
+				// This replica's close of the claim is in flight: wait
+				// for it (it holds s.op), then read again.
+				waited = true
+				s.op.Lock()
+				//lint:ignore SA2001 an empty critical section: a wait for the close in flight
+				s.op.Unlock()
+				continue
+			}
+			return &ClosingError{Key: s.key, Rev: cl.Rev}
 		}
 		refused := cl.Rev == s.refusedRev
 		switch cl.State {
@@ -329,6 +344,14 @@ func (t *Turn) refusedBegun() {
 	}
 	cl := claims.Claim{Key: t.key, Rev: rec.rev, Target: rec.target, Gen: rec.gen, State: claims.Bound}
 	unclaimed, adopted := rec.unclaimed, rec.adopted
+	if !unclaimed && cl.Rev != 0 && adopted && !mutant("ForgetsAdoptedRefusal") {
+		// Its target refused the request: later turns begun here read
+		// the claim as no binding and move it, as after a refused hit
+		// (a claim of its own that no dispatch follows is closed at
+		// Done instead; one adopted is another's, or a write of its own
+		// whose reply was lost and a read settled: left in the store).
+		s.refusedRev = cl.Rev
+	}
 	s.mu.Unlock()
 	t.state, t.target = turnBegun, claims.Target{}
 	if unclaimed || cl.Rev == 0 {

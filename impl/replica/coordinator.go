@@ -241,6 +241,23 @@ func (c *Coordinator) note(err error) {
 	}
 }
 
+// noteWrite is note for a write: its unknown outcome (a lost reply, a
+// deadline) does not mark the store down. The caller settles it by
+// reading the store, or retries it at the keepalive pass; the reads (a
+// turn's Get, the settling read) tell whether the store is reachable.
+// Otherwise, between the lost reply and the read, concurrent turns would
+// place their sessions unclaimed (placeUnclaimed) with the store up: a
+// session whose claim they had not read would get a second, local binding
+// that the reconcile then drops under its requests.
+func (c *Coordinator) noteWrite(err error) {
+	if unknownOutcome(err) && !mutant("WriteLossMeansDown") {
+		c.st.storeCalls.Add(1)
+		c.st.storeErrors.Add(1)
+		return
+	}
+	c.note(err)
+}
+
 // isDown reports whether the store was found unreachable within
 // StoreRetry (and no call or Reset since said otherwise).
 func (c *Coordinator) isDown() bool {
@@ -615,7 +632,7 @@ func (c *Coordinator) resolveUnwritten(ctx context.Context, s *slot, rec *record
 	hctx, cancel := c.opCtx(ctx)
 	herr := c.store.Hold(hctx, s.key, rev, c.cfg.Name)
 	cancel()
-	c.note(herr)
+	c.noteWrite(herr)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.writing--
@@ -749,7 +766,7 @@ func (c *Coordinator) storeResolve(parent context.Context, key string, attempt u
 	ctx, cancel := c.opCtx(parent)
 	cl, ok, err := c.store.Resolve(ctx, key, attempt, gen, accepted)
 	cancel()
-	c.note(err)
+	c.noteWrite(err)
 	if err == nil || mutant("UnsettledResolve") {
 		return cl, ok, err
 	}

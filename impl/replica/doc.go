@@ -123,6 +123,22 @@
 //     claim at its next turn. A claim quarantined or closing is never
 //     moved: its revision moved on, and the move is refused. A Move whose
 //     reply was lost is settled by reading the claim.
+//   - One session's requests on one replica can be on several cached
+//     records of its claim (a copy read again, the binding before a move
+//     or a refusal). A final request's close waits only for the leases of
+//     the same binding: leases on a lineage that ended (a move, a new
+//     claim) or on a binding a refused later turn ended keep nothing, as
+//     the core's Close does not wait for leases on an invalidated version.
+//     A refused claim revision is remembered until it ends (its slot is
+//     kept), whether the refused turn hit it or adopted it, so later turns
+//     read it as no binding and move it. The placer's lease is counted
+//     before its commit is visible to hits, and a binding whose last lease
+//     ended takes no hit before its close: no close deletes a claim under
+//     a request. A turn that reads a claim this replica is closing waits
+//     for the close (ClosingError if it has not landed), and one that
+//     adopted the claim as the old copy's last lease ended joins the
+//     binding (its own last lease closes it). A write whose reply was lost
+//     does not mark the store down (its settling read, or any read, does).
 //
 // Stats reports what a replica did (cached turns, store round trips,
 // claims created and adopted, evictions, unclaimed placements, reconciles

@@ -159,9 +159,12 @@ func (c *Coordinator) pass(ctx context.Context) {
 		// hold, no turn using it, no write in flight, and no request in
 		// flight on any of its records (a record a Reset evicted before
 		// its hold was made again: the slot's passes keep its claim
-		// touched).
+		// touched), and no claim revision refused here that may still be
+		// current (refusedRev: dropped, the next turn would adopt it as
+		// the session's binding again; kept until its Delete).
 		if s.cur.Load() == nil && s.holder == nil && s.users == 0 && s.writing == 0 &&
-			(s.leases == 0 && s.closeRec == nil || mutant("DropsLeasedSlot")) {
+			(s.leases == 0 && s.closeRec == nil || mutant("DropsLeasedSlot")) &&
+			(s.refusedRev == 0 || s.maxDeleted >= s.refusedRev || mutant("DropsRefusedSlot")) {
 			s.dead = true
 			c.slots.CompareAndDelete(k, s)
 		}
@@ -241,7 +244,7 @@ func (c *Coordinator) touch(parent context.Context, rec *record, rev int64) {
 	ctx, cancel := c.opCtx(parent)
 	err := c.store.Touch(ctx, s.key, rev)
 	cancel()
-	c.note(err)
+	c.noteWrite(err)
 	switch {
 	case err == nil:
 		c.st.touches.Add(1)

@@ -168,7 +168,10 @@ func (c *Coordinator) storeMove(parent context.Context, key string, rev int64, t
 	ctx, cancel := c.opCtx(parent)
 	cl, err := c.store.Move(ctx, key, rev, target)
 	cancel()
-	c.note(err)
+	c.noteWrite(err)
+	if err == nil {
+		c.lineageSeen(key, cl.Born)
+	}
 	if err == nil || !unknownOutcome(err) || mutant("UnsettledMove") {
 		return cl, err
 	}
@@ -180,9 +183,29 @@ func (c *Coordinator) storeMove(parent context.Context, key string, rev int64, t
 	case gerr != nil:
 		return claims.Claim{}, err
 	case ok && cur.Rev > rev && cur.Born == cur.Rev && cur.Target == target && cur.State == claims.Bound:
+		c.lineageSeen(key, cur.Born)
 		return cur, nil
 	case ok && cur.Rev == rev:
 		return claims.Claim{}, err
 	}
 	return claims.Claim{}, &claims.MoveError{Key: key, Rev: rev, Target: target, Current: cur, Found: ok}
+}
+
+// lineageSeen marks gone the records of key at revisions before born,
+// the first revision of a claim lineage this replica just wrote or read
+// (a Move's, a CreateOrGet's, a read's): every earlier lineage of the key
+// ended (the store ended its holds), so leases on those records, requests
+// still in flight on an old binding, no longer keep the session's claim.
+// A final request on the new lineage closes it without waiting for them,
+// as the core's Close does not wait for leases on a version a move or a
+// restart invalidated.
+func (c *Coordinator) lineageSeen(key string, born int64) {
+	v, ok := c.slots.Load(key)
+	if !ok {
+		return
+	}
+	s := v.(*slot)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.lineageSeenLocked(born)
 }

@@ -83,5 +83,34 @@ package replica
 //     QuarantineTTL ended is left in the store: every other replica
 //     refuses the session until the claim's idle TTL.
 //
+// Found by linearizability/affinitylin's check of the affinity layer over
+// a replica (issue 26, item 7), each with its TestGap_ test (gaps26_test.go):
+//   - OldLineageKeepsClaim: leases on a binding whose claim moved (a new
+//     lineage) still hold the session's claim: its final request on the
+//     new binding closes nothing until they end.
+//   - AdoptsClosing: a turn reads the claim this replica's close is
+//     deleting, and adopts it: its binding vanishes under it.
+//   - ClosesEndedBinding: the final request's lease on a binding a
+//     refused later turn ended closes the claim, though the session was
+//     bound again under the same revision.
+//   - DropsRefusedSlot: the keepalive drops the slot that remembers a
+//     refused claim: the next turn adopts the refused claim again.
+//   - ForgetsAdoptedRefusal: an adopted claim whose dispatch was refused
+//     is not remembered as refused.
+//   - RefusedLeasesKeepClaim: leases on a binding a refused later turn
+//     ended still hold the claim past the session's final request.
+//   - WriteLossMeansDown: a write whose reply was lost marks the store
+//     down: concurrent turns place their sessions unclaimed.
+//   - ClosesUnderAdopter: a closing binding's last lease deletes the claim
+//     another request of the session is adopting (it joins the binding).
+//   - PlacerLeaseLate: the placer's lease is counted only after the core's
+//     commit: a final request that hits in between closes the claim
+//     under the placer.
+//   - BoundForgetsRefusal: a refusal that ends the binding between the
+//     placer's commit and its record's binding is forgotten.
+//   - LateEviction: a closing binding's record stays current after its
+//     last lease is counted: a hit in between takes a lease on a claim
+//     about to be deleted.
+//
 // mutant_test.go checks that each of them fails a contract test.
 func mutant(string) bool { return false }

@@ -36,6 +36,17 @@ var variants = []mutanttest.Variant{
 	{"UnsettledMove", "TestGap_LostMoveReplySettled"},
 	{"KeepsExpiredQuarantine", "TestGap_ExpiredQuarantineSettledInStore"},
 	{"ReopensSettled", "TestGap_SettledQuarantineNotReopened"},
+	{"OldLineageKeepsClaim", "TestGap_MoveEndsOldLineageLeases"},
+	{"AdoptsClosing", "TestGap_ReadWaitsForOwnClose"},
+	{"ClosesEndedBinding", "TestGap_FinalOnEndedBindingKeepsReadoptedClaim"},
+	{"DropsRefusedSlot", "TestGap_RefusalSurvivesKeepalive"},
+	{"ForgetsAdoptedRefusal", "TestGap_AdoptedClaimRefusalRemembered"},
+	{"RefusedLeasesKeepClaim", "TestGap_RefusedLeasesKeepNothing"},
+	{"WriteLossMeansDown", "TestGap_LostWriteReplyNotDown"},
+	{"ClosesUnderAdopter", "TestGap_AdopterJoinsClosingBinding"},
+	{"PlacerLeaseLate", "TestGap_PlacerLeaseCountedBeforeCommit"},
+	{"BoundForgetsRefusal", "TestGap_RefusalDuringCommitStands"},
+	{"LateEviction", "TestGap_NoHitAfterLastLease"},
 }
 
 // TestVariantsCaught re-runs this test binary under each variant with its

@@ -40,6 +40,13 @@ type slot struct {
 	// maxDeleted is the highest revision of the key the event stream said
 	// ended.
 	maxDeleted int64
+	// closingRev is the highest revision this replica's close of the key
+	// was sent for (a final request's, at its last lease): until it lands,
+	// a read still finds that claim Bound, and a turn that adopted it
+	// would route under a claim being deleted; a read of its lineage
+	// (Born <= closingRev) is closing instead (ClosingError), as a claim
+	// closing on another replica is.
+	closingRev int64
 	// writing counts this replica's writes in flight that change the
 	// key's revision (Quarantine, Resolve, reconcile): events of the
 	// revision they replace wait for them, for the record they write (a
@@ -81,15 +88,45 @@ func (s *slot) waitsLocked(rec *record) bool {
 }
 
 // othersLeasedLocked reports whether a record of the key other than rec
-// has leases on a claim lineage not known to have ended (gone). The
-// caller holds s.mu.
+// has leases on a claim lineage not known to have ended (gone), and on a
+// binding that did not end here (refusedHere: its requests are in flight
+// on a binding a refused later turn or a failed worker ended, as leases on
+// a version the core invalidated, which keep nothing). The caller holds
+// s.mu.
 func (s *slot) othersLeasedLocked(rec *record) bool {
 	for r := range s.leased {
-		if r != rec && !r.gone.Load() {
+		if r != rec && !r.gone.Load() && (!r.refusedHere.Load() || mutant("RefusedLeasesKeepClaim")) {
 			return true
 		}
 	}
 	return false
+}
+
+// closingLocked reports whether cl, just read, is a lineage this
+// replica is closing (see closingRev). The caller holds s.mu.
+func (s *slot) closingLocked(cl claims.Claim) bool {
+	return cl.State == claims.Bound && cl.Born <= s.closingRev && !mutant("AdoptsClosing")
+}
+
+// lineageSeenLocked is Coordinator.lineageSeen with s.mu held.
+func (s *slot) lineageSeenLocked(born int64) {
+	if mutant("OldLineageKeepsClaim") {
+		return
+	}
+	for r := range s.leased {
+		if !r.unclaimed && r.rev != 0 && r.rev < born {
+			r.gone.Store(true)
+		}
+	}
+}
+
+// dropLeaseLocked uncounts a lease addLeaseLocked counted that was never
+// taken (the commit it was counted for failed). The caller holds s.mu.
+func (s *slot) dropLeaseLocked(rec *record) {
+	if rec.leases.Add(-1) == 0 {
+		delete(s.leased, rec)
+	}
+	s.leases--
 }
 
 // addLeaseLocked counts a lease on rec. The caller holds s.mu.

@@ -232,14 +232,34 @@ func (t *Turn) Complete(out placement.Outcome) error {
 	d := t.d
 	switch out {
 	case placement.Accepted:
+		// The placer's lease counts before the core's commit makes the
+		// binding visible: a hit that comes between the commit and bound
+		// then finds it (a final request among those hits closes the
+		// claim only after this request ends, as the core's Close waits
+		// for the placer's lease).
+		early := !mutant("PlacerLeaseLate")
+		s := t.rec.s
+		if early {
+			s.mu.Lock()
+			s.addLeaseLocked(t.rec)
+			s.mu.Unlock()
+		}
 		lease, err := d.Complete(placement.Accepted)
+		if testAfterCommit != nil {
+			testAfterCommit()
+		}
 		if err != nil {
+			if early {
+				s.mu.Lock()
+				s.dropLeaseLocked(t.rec)
+				s.mu.Unlock()
+			}
 			t.state = turnOver
 			t.dropPending()
 			return err
 		}
 		t.lease, t.state = lease, turnBound
-		c.bound(t)
+		c.bound(t, early)
 		return nil
 	case placement.DefinitelyNotAccepted:
 		_, err := d.Complete(placement.DefinitelyNotAccepted)
@@ -405,6 +425,7 @@ func (t *Turn) place() error {
 // claim's revision ends.
 func (c *Coordinator) readClaim(t *Turn) (*record, error) {
 	s := t.s
+	waited := false
 	for range maxReads {
 		s.mu.Lock()
 		if rec := s.cur.Load(); rec != nil && !rec.evicted.Load() {
@@ -454,6 +475,20 @@ func (c *Coordinator) readClaim(t *Turn) (*record, error) {
 		if c.epoch.Load() != epoch || callEpoch != epoch || s.maxDeleted >= cl.Rev {
 			s.mu.Unlock()
 			continue // the claim ended (or may have) as it was read
+		}
+		s.lineageSeenLocked(cl.Born)
+		if !created && s.closingLocked(cl) {
+			s.mu.Unlock()
+			if !waited {
+				// This replica's close of the claim is in flight: wait
+				// for it (it holds s.op), then ask again.
+				waited = true
+				s.op.Lock()
+				//lint:ignore SA2001 an empty critical section: a wait for the close in flight
+				s.op.Unlock()
+				continue
+			}
+			return nil, &ClosingError{Key: s.key, Rev: cl.Rev}
 		}
 		rec := &record{s: s, rev: cl.Rev, gen: cl.Gen, target: cl.Target, attempt: cl.Attempt}
 		switch cl.State {
@@ -528,7 +563,7 @@ func (c *Coordinator) createOrGet(ctx context.Context, key string, propose func(
 		sctx, cancel := c.opCtx(c.ctx)
 		defer cancel()
 		cl, created, err := c.store.CreateOrGet(sctx, key, propose)
-		c.note(err)
+		c.noteWrite(err)
 		if unknownOutcome(err) && !mutant("UnsettledCreate") {
 			// Its reply was lost: the claim may have been written. Read
 			// it (taken as adopted: its idle deadline is touched); none
@@ -561,20 +596,31 @@ func (c *Coordinator) createOrGet(ctx context.Context, key string, propose func(
 	}
 }
 
+// Test hooks (nil outside tests): testAfterCommit runs between a placing
+// turn's commit in the local core (its binding visible to hits) and
+// bound; testLeaseEnded between a record's last lease's count and what
+// follows it (the close or the unhold).
+var testAfterCommit, testLeaseEnded func()
+
 // bound records an accepted placing dispatch: the record is the session's
-// binding, and the store learns that this replica holds it.
-func (c *Coordinator) bound(t *Turn) {
+// binding, and the store learns that this replica holds it. counted: the
+// request's lease on it was counted already.
+func (c *Coordinator) bound(t *Turn, counted bool) {
 	rec, s := t.rec, t.rec.s
 	s.mu.Lock()
-	s.addLeaseLocked(rec)
+	if !counted {
+		s.addLeaseLocked(rec)
+	}
 	rec.state = recBound
-	if rec.rev != 0 && rec.rev == s.refusedRev {
+	evicted := rec.evicted.Load()
+	if rec.rev != 0 && rec.rev == s.refusedRev && (!evicted || mutant("BoundForgetsRefusal")) {
 		// Bound again under the revision whose binding ended here (a
 		// dispatch to the same target adopted it): it is the session's
-		// binding again.
+		// binding again. Not if a refused hit on this very binding ended
+		// it as the commit landed (the hit came between the core's commit
+		// and this call): the refusal stands.
 		s.refusedRev = 0
 	}
-	evicted := rec.evicted.Load()
 	if evicted {
 		// The claim ended while the request was dispatched: the request
 		// was served; the binding is not kept.
@@ -686,7 +732,7 @@ func (c *Coordinator) writeQuarantine(parent context.Context, rec *record, rev i
 		ctx, cancel := c.opCtx(parent)
 		q, err = c.store.Quarantine(ctx, s.key, rev, attempt, gen)
 		cancel()
-		c.note(err)
+		c.noteWrite(err)
 	}
 	known := err == nil
 	if err != nil && (unknownOutcome(err) || errors.Is(err, claims.ErrClaimMoved)) && !mutant("UnsettledQuarantine") {
@@ -832,13 +878,35 @@ func (c *Coordinator) endLease(rec *record, lease placement.Lease[claims.Target]
 	}
 	if n == 0 && !others && s.closeRec != nil && s.closeRec != rec {
 		// The last lease of the session ended: the final request that
-		// arrived on another record closes the claim now.
+		// arrived on another record closes the claim now, if this record
+		// is a copy of that claim and its binding still stands (a refused
+		// later turn, or a move, ended it: then there is nothing to close,
+		// as the core's closing binding ends with its invalidation).
+		cr := s.closeRec
 		s.closeRec = nil
-		rec.closing.Store(true)
+		if cr.rev == rec.rev && !cr.refusedHere.Load() && !rec.refusedHere.Load() && !cr.gone.Load() ||
+			mutant("ClosesEndedBinding") {
+			rec.closing.Store(true)
+		}
 	} else if !others {
 		s.closeRec = nil
 	}
+	if n == 0 && !others && rec.closing.Load() && !mutant("LateEviction") && s.cur.Load() == rec {
+		// The binding's last lease ended: no hit may take a lease on it
+		// from now on (hitLease checks evicted under s.mu), or the close
+		// below would delete the claim under that hit.
+		s.cur.Store(nil)
+		rec.evicted.Store(true)
+		if !rec.unclaimed && !rec.refusedHere.Load() {
+			// and a read of the claim before the close lands is closing
+			// (closingRev), not a binding to adopt.
+			s.closingRev = max(s.closingRev, rec.rev)
+		}
+	}
 	s.mu.Unlock()
+	if testLeaseEnded != nil && n == 0 {
+		testLeaseEnded()
+	}
 	if final && mutant("CloseWhileHeld") {
 		c.lastLeaseEnded(rec)
 		return
@@ -884,10 +952,29 @@ func (c *Coordinator) lastLeaseEnded(rec *record) {
 	}
 	rec.evicted.Store(true)
 	rev, unclaimed := rec.rev, rec.unclaimed
+	// A closing binding that a refused later turn (or a failed worker)
+	// ended here closes nothing: the session may be bound again under
+	// the same revision since (a dispatch to the same target adopted it),
+	// as the core's closing binding ends with its invalidation.
+	closing := rec.closing.Load() && (!rec.refusedHere.Load() || mutant("ClosesEndedBinding"))
+	handed := false
+	if closing && !unclaimed {
+		if cur := s.cur.Load(); cur != nil && cur != rec && !cur.evicted.Load() && !cur.unclaimed && cur.rev == rev &&
+			!mutant("ClosesUnderAdopter") {
+			// Another request of the session here dispatched under the
+			// same claim (it read the claim and adopts it): it joins the
+			// closing binding, as a hit on the core's closing binding
+			// does, and its last lease closes the claim.
+			cur.closing.Store(true)
+			handed = true
+		} else {
+			s.closingRev = max(s.closingRev, rev)
+		}
+	}
 	s.mu.Unlock()
 	switch {
-	case unclaimed:
-	case rec.closing.Load():
+	case unclaimed, handed:
+	case closing:
 		c.storeClose(s, rec, rev)
 	default:
 		c.unhold(s, rec)
@@ -919,7 +1006,7 @@ func (c *Coordinator) hold(s *slot, rec *record) {
 	ctx, cancel := c.opCtx(c.ctx)
 	err := c.store.Hold(ctx, s.key, rev, c.cfg.Name)
 	cancel()
-	c.note(err)
+	c.noteWrite(err)
 	switch {
 	case err == nil:
 		rec.needHold.Store(false)
@@ -1031,7 +1118,7 @@ func (c *Coordinator) rehold(parent context.Context, rec *record) error {
 	ctx, cancel := c.opCtx(parent)
 	_, err := claims.HoldLineage(ctx, c.store, s.key, rev, c.cfg.Name)
 	cancel()
-	c.note(err)
+	c.noteWrite(err)
 	switch {
 	case err == nil:
 		rec.needHold.Store(false)
@@ -1082,7 +1169,7 @@ func (c *Coordinator) unholdOpLocked(s *slot, rec *record) {
 	ctx, cancel := c.opCtx(c.ctx)
 	err := c.store.Unhold(ctx, s.key, c.cfg.Name)
 	cancel()
-	c.note(err)
+	c.noteWrite(err)
 	if err != nil {
 		return // the keepalive pass retries a stale holder
 	}
@@ -1126,6 +1213,9 @@ func (c *Coordinator) storeClose(s *slot, rec *record, rev int64) {
 	if res != claims.CloseStale {
 		// The store dropped this replica's hold with the close.
 		s.holder = nil
+	} else if s.closingRev == rev {
+		// The lineage was rewritten (not closed): it is not closing.
+		s.closingRev = 0
 	}
 	s.mu.Unlock()
 	if res == claims.CloseStale && h != nil && h != cur {
@@ -1151,7 +1241,7 @@ func (c *Coordinator) closeSettled(parent context.Context, key string, rev int64
 		var res claims.CloseResult
 		res, err = c.store.Close(ctx, key, rev, c.cfg.Name)
 		cancel()
-		c.note(err)
+		c.noteWrite(err)
 		if !unknownOutcome(err) || mutant("UnsettledClose") {
 			return res, err
 		}
@@ -1282,7 +1372,7 @@ func (c *Coordinator) requarantine(parent context.Context, key string, cl claims
 		ctx, cancel := c.opCtx(parent)
 		q, err := c.store.Quarantine(ctx, key, cl.Rev, attempt, gen)
 		cancel()
-		c.note(err)
+		c.noteWrite(err)
 		if errors.Is(err, claims.ErrClaimMoved) {
 			return claims.Claim{}, errQuarantineWaits // moved again: read again at the next pass
 		}

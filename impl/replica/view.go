@@ -134,7 +134,7 @@ func (c *Coordinator) EndSession(ctx context.Context, key string) (bool, error) 
 	cctx, ccancel := c.opCtx(ctx)
 	res, err := c.store.Close(cctx, key, cl.Rev, c.cfg.Name)
 	ccancel()
-	c.note(err)
+	c.noteWrite(err)
 	if err != nil {
 		return false, err
 	}

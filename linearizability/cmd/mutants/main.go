@@ -122,6 +122,17 @@ var replicaVariants = []struct{ name, doc string }{
 	{"UnsettledMove", "a move whose reply was lost is taken as not applied: the turn fails though the claim moved"},
 	{"KeepsExpiredQuarantine", "an own quarantine the local QuarantineTTL ended is left in the store: every other replica refuses the session until the claim's idle TTL"},
 	{"ReopensSettled", "a quarantine write that found the store unreachable is retried after Resolve settled its attempt: the store is quarantined again (a settled quarantine re-opened)"},
+	{"OldLineageKeepsClaim", "leases on a binding whose claim moved (a new lineage) still hold the session's claim: its final request closes nothing until they end"},
+	{"AdoptsClosing", "a turn reads the claim this replica's close is deleting and adopts it: its binding vanishes under it"},
+	{"ClosesEndedBinding", "the final request's lease on a binding a refused later turn ended closes the claim: the session's new binding under the same revision is deleted"},
+	{"DropsRefusedSlot", "the keepalive drops the slot that remembers a refused claim: the next turn adopts the refused claim again"},
+	{"ForgetsAdoptedRefusal", "an adopted claim whose dispatch was refused is not remembered as refused: the next turn dispatches to the refusing worker again"},
+	{"RefusedLeasesKeepClaim", "leases on a binding a refused later turn ended still hold the claim past the session's final request"},
+	{"WriteLossMeansDown", "a write whose reply was lost marks the store down: concurrent turns place their sessions unclaimed with the store up"},
+	{"ClosesUnderAdopter", "the last lease of a closing binding deletes the claim that another request of the session is adopting"},
+	{"PlacerLeaseLate", "the placing request's lease is counted only after the core's commit: a final request that hits in between closes the claim under the placer"},
+	{"BoundForgetsRefusal", "a refused hit that ends the binding between the placer's commit and its record's binding is forgotten: the refused claim is adopted again"},
+	{"LateEviction", "a closing binding's record stays current after its last lease is counted: a hit in between takes a lease on a claim about to be deleted"},
 }
 
 // etcdVariants are the broken variants of impl/claims/etcdstore and its
