@@ -224,6 +224,11 @@
 // holds and places new ones locally, reconciled when the store is back
 // (impl/replica's doc).
 //
+// linearizability/affinitylin checks the layer over a replica as it checks
+// it over the core (Porcupine against the same sequential model, with the
+// differences above as steps of their own), with the store losing the
+// replies of the replica's writes.
+//
 // # Observability
 //
 // Stats (through the Source interface) gives what an operator watches:

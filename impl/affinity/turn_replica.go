@@ -120,6 +120,9 @@ func (t *Turn) acquireReplica(ctx context.Context) error {
 			return &PinError{Pin: t.req.Pin, Binding: b}
 		}
 		t.rt, t.rbound, t.st = rt, b, turnBound
+		if !rt.Hit() && testhooks.StartRead != nil {
+			testhooks.StartRead(ctx)
+		}
 		return nil
 	}
 }

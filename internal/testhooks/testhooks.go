@@ -17,3 +17,9 @@ var StartGaveUp func(ctx context.Context, invalidated bool)
 // core coordinators (under the key's lock: it must not block): the kind,
 // the key's first bytes, the attempt and the event's sequence number.
 var CoreEvent func(kind, key string, attempt, seq uint64)
+
+// StartRead, if set, is called by impl/affinity's Layer.Start over a
+// replica when the Start returns bound to a claim it read from the store
+// (it holds the session's reservation and its dispatch there adopts the
+// claim), not a cached hit. ctx is the Start's.
+var StartRead func(ctx context.Context)

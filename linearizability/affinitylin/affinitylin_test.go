@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/anishathalye/porcupine"
+	"github.com/placementlab/placement/impl/affinity"
 	"github.com/placementlab/placement/linearizability/histfile"
 )
 
@@ -17,7 +18,14 @@ import (
 // (the first seed), AFFINITYLIN_SEEDS and AFFINITYLIN_OPS (actions per
 // client) scale it (LINEARIZABILITY_SEED and LINEARIZABILITY_SEEDS, as the
 // bug zoo sets them, too). It stops at the first failing seed.
-func TestLinearizable(t *testing.T) {
+func TestLinearizable(t *testing.T) { checkLinearizable(t, DrawPlan, thin) }
+
+// TestLinearizableReplicas is TestLinearizable over a replica on an
+// in-memory claims store (Config.Replicas), half the seeds with store
+// faults (lost write replies, cut connections).
+func TestLinearizableReplicas(t *testing.T) { checkLinearizable(t, DrawReplicaPlan, thinReplicas) }
+
+func checkLinearizable(t *testing.T, draw func(seed uint64, ops int) Plan, thin func(Coverage) []string) {
 	ops := histfile.EnvInt(100, "AFFINITYLIN_OPS")
 	var cov Coverage
 	began := time.Now()
@@ -26,7 +34,7 @@ func TestLinearizable(t *testing.T) {
 	// before it fails as thin.
 	more := func() bool { return len(thin(cov)) > 0 }
 	checker.CheckSeeds(t, 10, more, func(seed uint64) (Plan, []porcupine.Operation, int) {
-		run, err := Execute(DrawPlan(seed, ops))
+		run, err := Execute(draw(seed, ops))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -72,8 +80,30 @@ func thin(cov Coverage) []string {
 	})
 }
 
+// thinReplicas is thin over a replica: the core's minimums, and the cases
+// only a replica has.
+func thinReplicas(cov Coverage) []string {
+	return append(thin(cov), histfile.Thin([]histfile.Minimum{
+		{Name: "restarts registered first", Got: cov.Registers, N: 5},
+		{Name: "Leaves deregistered after", Got: cov.Deregisters, N: 3},
+		{Name: "store writes whose reply was lost", Got: cov.LostReplies, N: 20},
+	})...)
+}
+
 // TestRecheckSaved re-checks every history saved under testdata/histories
 // deterministically: each must give the result it was saved with.
 func TestRecheckSaved(t *testing.T) {
 	checker.RecheckSaved(t, "testdata/histories/*.json")
+}
+
+// TestCausesAreTheLayers checks that the model's causes are the layer's.
+func TestCausesAreTheLayers(t *testing.T) {
+	for _, c := range []struct {
+		model int
+		layer affinity.Cause
+	}{{CauseQuarantined, affinity.CauseQuarantined}, {CauseMoveLost, affinity.CauseMoveLost}, {CauseClosing, affinity.CauseClosing}} {
+		if c.model != int(c.layer) {
+			t.Errorf("the model's cause %d is the layer's %v (%d)", c.model, c.layer, int(c.layer))
+		}
+	}
 }

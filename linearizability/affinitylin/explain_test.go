@@ -2,6 +2,8 @@ package affinitylin
 
 import (
 	"fmt"
+	"sort"
+	"strings"
 	"testing"
 
 	"github.com/placementlab/placement/linearizability/histfile"
@@ -16,23 +18,45 @@ import (
 func TestExplain(t *testing.T) {
 	h, info := checker.ReadExplain(t)
 	ops := h.Operations()
-	_, pending := histfile.Explainer[State, Input, Output]{
-		Model: NewModel(h.Plan.Hard),
-		Init:  Init(h.Plan.Hard),
-		Step: func(s State, in Input, out Output) (State, bool) {
-			if next := Step(s, in, out); len(next) > 0 {
-				return next[0], true
+	// The model is nondeterministic: the explainer follows the set of
+	// states the linearization can be in.
+	_, pending := histfile.Explainer[[]State, Input, Output]{
+		Model: NewModel(h.Plan.Hard, h.Plan.Replica),
+		Init:  []State{Init(h.Plan.Hard, h.Plan.Replica)},
+		Step: func(set []State, in Input, out Output) ([]State, bool) {
+			var next []State
+			seen := map[State]bool{}
+			for _, s := range set {
+				for _, n := range Step(s, in, out) {
+					if !seen[n] {
+						seen[n] = true
+						next = append(next, n)
+					}
+				}
 			}
-			return s, false
+			return next, len(next) > 0
 		},
 		Describe: Describe,
-		State:    State.String,
-		Next: func(s State, in Input, _ Output) string {
-			var alts []string
-			for _, r := range results(s, in) {
-				alts = append(alts, Describe(in, r.out))
+		State: func(set []State) string {
+			var b strings.Builder
+			for i, s := range set {
+				fmt.Fprintf(&b, "possible state %d of %d:\n%s", i+1, len(set), s.String())
 			}
-			return fmt.Sprintf("the model allows %v", alts)
+			return b.String()
+		},
+		Next: func(set []State, in Input, _ Output) string {
+			alts := map[string]bool{}
+			for _, s := range set {
+				for _, r := range results(s, in) {
+					alts[Describe(in, r.out)] = true
+				}
+			}
+			var l []string
+			for a := range alts {
+				l = append(l, a)
+			}
+			sort.Strings(l)
+			return fmt.Sprintf("the model allows %v", l)
 		},
 		Tail:  40,
 		Steps: 15,

@@ -72,9 +72,25 @@ const (
 	// Start's interval; they linearize before the Start itself.
 	OpStartMove
 	OpStartHit
+	// OpRegister is the first half of a restarting Join over a replica:
+	// the store's registration of the new identity, whose generation
+	// fences the worker's claims (so the bindings and first dispatches on
+	// its current instance) before the Join publishes the new instance
+	// (over the local core the order is the other way round: see
+	// complete). The harness records it over the Join's interval, with
+	// Input.Registered on the Join, and the model takes it first.
+	OpRegister
+	// OpDeregister is the second half of a Leave over a replica: the
+	// store's deregistration, after the Leave published the membership
+	// and fenced the worker's bindings here (as over the core). The
+	// quarantines of the departed instance end with it, when the
+	// replica's view of the store's members moves on. The harness records
+	// it over the Leave's interval, with Input.Registered on the Leave,
+	// and the model takes it after.
+	OpDeregister
 )
 
-var opNames = [...]string{"?", "Join", "Fail", "Leave", "Start", "Eligible", "Dispatch", "Complete", "Done", "Move", "StartMove", "StartHit"}
+var opNames = [...]string{"?", "Join", "Fail", "Leave", "Start", "Eligible", "Dispatch", "Complete", "Done", "Move", "StartMove", "StartHit", "Register", "Deregister"}
 
 // String names the operation as the reports print it.
 func (o Op) String() string {
@@ -124,6 +140,9 @@ type Input struct {
 	// the target (rolled back, nothing sent) although the model's
 	// linearization point saw it eligible.
 	Racy bool `json:"racy,omitempty"`
+	// Registered: a restarting Join over a replica, recorded with its
+	// OpRegister.
+	Registered bool `json:"registered,omitempty"`
 }
 
 // ErrKind classifies an error a call returned.
@@ -188,6 +207,10 @@ type Output struct {
 	Target int `json:"target,omitempty"`
 	// View: the Turn's accessors after Start, Dispatch and Complete.
 	View View `json:"view"`
+	// Read (a Start over a replica, bound): the Start read the session's
+	// claim from the store, holding its reservation, rather than hit the
+	// replica's cache (internal/testhooks.StartRead).
+	Read bool `json:"read,omitempty"`
 }
 
 // same compares outputs, ignoring Msg.
@@ -209,6 +232,12 @@ const (
 	tReserved
 	tMoving
 	tEnded
+	// tAdopting (over a replica): the Start reserved the session and read
+	// its claim, a binding (W, Inst, Ver in the key's state, Read): the
+	// request is bound to it, holds no lease, and its dispatch there
+	// adopts it (fAdopt); meanwhile the session's other Starts wait, as
+	// for any reservation.
+	tAdopting
 )
 
 // Flights.
@@ -217,12 +246,19 @@ const (
 	fHit
 	fFirst
 	fUnpinned
+	// fAdopt (over a replica): the dispatch of a bound request to its
+	// binding's worker adopted the session's claim read from the store
+	// (the replica had not cached it, or no longer did: a membership
+	// change or a Reset evicts its cache): a placing dispatch, under an
+	// attempt id, of the binding (B3 over replicas).
+	fAdopt
 )
 
 // Causes (affinity.Cause values the model produces).
 const (
 	CauseQuarantined = 5
 	CauseMoveLost    = 6
+	CauseClosing     = 11
 )
 
 // Join kinds (affinity.JoinKind values).
@@ -235,6 +271,12 @@ const (
 type member struct {
 	Present, Failed bool
 	Ident, Inst     uint8
+	// Registering: an OpRegister fenced the current instance; its Join
+	// (Input.Registered) publishes the new one.
+	Registering bool
+	// Leaving: a Leave over a replica (Input.Registered) removed the
+	// instance Leaving-1; its OpDeregister ends its quarantines.
+	Leaving uint8
 }
 
 type keyState struct {
@@ -245,6 +287,17 @@ type keyState struct {
 	Ver     uint16
 	Leases  uint8
 	Closing bool
+	// Read (kPlacing, over a replica): the reserving request read the
+	// session's claim, the binding W, Inst, Ver with its Leases and
+	// Closing, which stay the session's meanwhile (requests in flight on
+	// it go on); a Done without a dispatch leaves it bound.
+	Read bool
+	// Closed (over a replica): the session's binding closed at its final
+	// request's last lease, and the replica's close of the claim may not
+	// have landed in the store yet: until the session is placed again, a
+	// Start may find the claim still there, being closed, and go
+	// unpinned (CauseClosing), as over a claim closing on another replica.
+	Closed bool
 }
 
 type client struct {
@@ -296,6 +349,7 @@ func (s *State) noteBad() {
 // client's request holds.
 type State struct {
 	Hard     bool
+	Replica  bool // the layer runs over a replica (Config.Replicas)
 	M        [MaxWorkers]member
 	NextInst [MaxWorkers]uint8
 	K        [MaxKeys]keyState
@@ -303,8 +357,9 @@ type State struct {
 	T        [MaxClients][4]transient
 }
 
-// Init returns the model's initial state: nobody joined, every key absent.
-func Init(hard bool) State { return State{Hard: hard} }
+// Init returns the model's initial state: nobody joined, every key absent
+// (replica: the layer runs over a replica on a claims store).
+func Init(hard, replica bool) State { return State{Hard: hard, Replica: replica} }
 
 func (s *State) dispatchable(w int) bool {
 	return w >= 0 && w < MaxWorkers && s.M[w].Present && !s.M[w].Failed
@@ -318,12 +373,15 @@ func (s *State) stale(k int) bool {
 	return !m.Present || m.Inst != e.Inst
 }
 
-func (s *State) current(k int, ver uint16) bool { return s.K[k].St == kBound && s.K[k].Ver == ver }
+func (s *State) current(k int, ver uint16) bool {
+	e := &s.K[k]
+	return (e.St == kBound || e.St == kPlacing && e.Read) && e.Ver == ver
+}
 
 func (s *State) view(c int) View {
 	cl := &s.C[c]
 	switch cl.St {
-	case tBound:
+	case tBound, tAdopting:
 		return View{Bound: int(cl.LW)}
 	case tReserved, tMoving:
 		return View{Bound: -1, Placing: true}
@@ -337,13 +395,34 @@ func (s *State) view(c int) View {
 // quarantines (the core's generation bump), and marks the first dispatches
 // in flight to it (their Accepted is stale at birth).
 func (s *State) fence(w int, i uint8) {
+	s.endQuarantines(w, i)
+	s.fenceBindings(w, i)
+}
+
+// endQuarantines ends the quarantines of attempts on worker w's instance i.
+func (s *State) endQuarantines(w int, i uint8) {
 	for k := range s.K {
-		if e := &s.K[k]; (e.St == kBound || e.St == kQuarantined) && int(e.W) == w && e.Inst == i {
+		if e := &s.K[k]; e.St == kQuarantined && int(e.W) == w && e.Inst == i {
 			s.K[k] = keyState{Ver: e.Ver}
 		}
 	}
+}
+
+// fenceBindings ends the bindings to worker w's instance i and marks the
+// first dispatches in flight to it fenced.
+func (s *State) fenceBindings(w int, i uint8) {
+	for k := range s.K {
+		if e := &s.K[k]; e.St == kBound && int(e.W) == w && e.Inst == i {
+			s.K[k] = keyState{Ver: e.Ver}
+		} else if e.St == kPlacing && e.Read && int(e.W) == w && e.Inst == i {
+			// The claim a reserving request read is stale: its dispatch
+			// places the session anew (or, in flight, its commit is stale
+			// at birth: marked below).
+			e.Read, e.Leases, e.Closing = false, 0, false
+		}
+	}
 	for c := range s.C {
-		if cl := &s.C[c]; cl.Fly == fFirst && int(cl.FW) == w && cl.FInst == i {
+		if cl := &s.C[c]; (cl.Fly == fFirst || cl.Fly == fAdopt) && int(cl.FW) == w && cl.FInst == i {
 			cl.Fenced = true
 		}
 	}
@@ -365,7 +444,18 @@ func (s *State) endLease(c int, close bool) {
 			e.Closing = true
 		}
 		if e.Closing && e.Leases == 0 {
-			s.K[k] = keyState{Ver: e.Ver}
+			if e.St == kPlacing {
+				if s.C[e.By].Fly != fAdopt {
+					// Read by a reserving request that has not dispatched:
+					// the claim closes under it (its dispatch places the
+					// session anew).
+					e.Read, e.Closing = false, false
+				}
+				// Dispatched under the claim read: the request joins the
+				// closing binding, and its lease's end closes it.
+			} else {
+				s.K[k] = keyState{Ver: e.Ver, Closed: s.Replica}
+			}
 		}
 	}
 	cl.Lease, cl.LVer, cl.LW = false, 0, -1
@@ -378,7 +468,11 @@ func (s *State) invalidate(c int) {
 	cl := &s.C[c]
 	k := int(cl.Key)
 	if cl.Lease && s.current(k, cl.LVer) {
-		s.K[k] = keyState{Ver: s.K[k].Ver}
+		if e := &s.K[k]; e.St == kPlacing {
+			e.Read, e.Leases, e.Closing = false, 0, false // the reservation stays
+		} else {
+			s.K[k] = keyState{Ver: s.K[k].Ver}
+		}
 	}
 	cl.Lease, cl.LVer, cl.LW = false, 0, -1
 }
@@ -407,7 +501,27 @@ func results(s State, in Input) []result {
 	}
 	switch in.Op {
 	case OpJoin, OpFail, OpLeave:
+		if in.Worker < 0 || in.Worker >= MaxWorkers || in.Op == OpJoin && in.Registered != s.M[in.Worker].Registering ||
+			s.M[in.Worker].Leaving != 0 {
+			return nil // a registered Join comes after its OpRegister, and a Leave's OpDeregister comes first
+		}
 		return []result{membershipStep(s, in)}
+	case OpDeregister:
+		w := in.Worker
+		if w < 0 || w >= MaxWorkers || s.M[w].Leaving == 0 {
+			return nil
+		}
+		s.endQuarantines(w, s.M[w].Leaving-1)
+		s.M[w].Leaving = 0
+		return []result{{Output{View: View{Bound: -1}}, s}}
+	case OpRegister:
+		w := in.Worker
+		if w < 0 || w >= MaxWorkers || !s.M[w].Present || s.M[w].Registering {
+			return nil
+		}
+		s.M[w].Registering = true
+		s.fence(w, s.M[w].Inst)
+		return []result{{Output{View: View{Bound: -1}}, s}}
 	case OpStart:
 		if s.C[c].St != tIdle || in.Key < 0 || in.Key >= MaxKeys || in.Moves > len(s.T[c]) {
 			return nil
@@ -481,10 +595,17 @@ func results(s State, in Input) []result {
 		return []result{{Output{View: View{Bound: -1}}, s}}
 	case OpMove:
 		cl := &s.C[c]
-		if cl.St != tBound || s.Hard || cl.Fly != fNone {
+		if cl.St != tBound && cl.St != tAdopting || s.Hard || cl.Fly != fNone {
 			return nil
 		}
-		s.invalidate(c)
+		if cl.St == tAdopting {
+			// The claim it read moves with its dispatch (fenced): the
+			// binding ends, its reservation stays.
+			e := &s.K[int(cl.Key)]
+			e.Read, e.Leases, e.Closing = false, 0, false
+		} else {
+			s.invalidate(c)
+		}
 		cl.St, cl.Moved = tMoving, true
 		return []result{{Output{View: View{Bound: -1}}, s}}
 	case OpDispatch:
@@ -535,9 +656,15 @@ func membershipStep(s State, in Input) result {
 			m.Failed = true
 		}
 	case OpLeave:
-		if !m.Present {
+		switch {
+		case !m.Present:
 			out.Err = ErrUnknownWorker
-		} else {
+		case in.Registered:
+			// Over a replica: its quarantines end at OpDeregister.
+			old := m.Inst
+			*m = member{Leaving: old + 1}
+			s.fenceBindings(w, old)
+		default:
 			old := m.Inst
 			*m = member{}
 			s.fence(w, old)
@@ -603,9 +730,27 @@ func startSession(s State, in Input, errOut func(ErrKind) result, place func() r
 		if s.Hard && in.Pin >= 0 && in.Pin != int(e.W) {
 			return []result{errOut(ErrPinConflict)} // P4, hard: the binding is kept
 		}
+		var rs []result
+		if s.Replica {
+			// The replica's cache no longer holds the binding (a
+			// membership change, a Reset or a refusal evicted it): the
+			// Start reserves the session and reads the claim.
+			read := s
+			rk := &read.K[k]
+			rk.St, rk.By, rk.Read = kPlacing, int8(c), true
+			read.C[c].St, read.C[c].LW = tAdopting, e.W
+			rs = append(rs, result{Output{View: read.view(c), Read: true}, read})
+		}
 		e.Leases++
 		cl.St, cl.Lease, cl.LVer, cl.LW = tBound, true, e.Ver, e.W
-		return []result{{Output{View: s.view(c)}, s}}
+		return append(rs, result{Output{View: s.view(c)}, s})
+	}
+	if e.Closed {
+		// F1 over a replica: the close of the claim may still be in
+		// flight.
+		closing := s
+		closing.C[c].St, closing.C[c].Cause = tUnpinned, CauseClosing
+		return []result{place(), {Output{View: closing.view(c)}, closing}}
 	}
 	return []result{place()}
 }
@@ -628,7 +773,7 @@ func eligible(s State, c int) result {
 	case cl.St == tUnpinned && cl.Cause == CauseQuarantined && cl.Hint >= 0 && s.dispatchable(int(cl.Hint)):
 		// Q1, soft: narrowed to the quarantined attempt's worker.
 		return result{Output{Cands: 1 << cl.Hint, View: view}, s}
-	case cl.St == tBound:
+	case cl.St == tBound || cl.St == tAdopting:
 		if s.dispatchable(int(cl.LW)) {
 			return result{Output{Cands: 1 << cl.LW, View: view}, s}
 		}
@@ -658,6 +803,23 @@ func dispatch(s State, in Input) []result {
 	case tUnpinned:
 		cl.Fly, cl.FW = fUnpinned, int8(t)
 		return []result{{Output{Att: AttUnpinned, Target: t, View: s.view(c)}, s}}
+	case tAdopting:
+		if int(cl.LW) == t {
+			cl.Fly, cl.FW, cl.FInst = fAdopt, int8(t), s.M[t].Inst
+			rs = append(rs, result{Output{Att: AttPlacing, Target: t, View: s.view(c)}, s})
+			if in.Racy {
+				// Refused at the re-read of the membership after the
+				// dispatch began: rolled back, the claim kept.
+				n := s
+				n.C[c].Fly = fNone
+				rs = append(rs, result{Output{Err: ErrIneligible, View: n.view(c)}, n})
+			}
+			return rs
+		}
+		if s.Hard {
+			return []result{{Output{Err: ErrMismatch, View: s.view(c)}, s}}
+		}
+		return nil // a soft move: OpMove comes first
 	case tReserved:
 		rs = append(rs, placeFirst(s, c, t))
 		if in.Racy {
@@ -701,7 +863,21 @@ func dispatch(s State, in Input) []result {
 			return rs
 		}
 		fallthrough
-	case kPlacing, kQuarantined:
+	case kPlacing:
+		if e.St == kPlacing && int(e.By) == c { // (not a bound key fallen through)
+			// This request's own reservation (it read the claim it moves).
+			cl.St = tReserved
+			if !s.dispatchable(t) {
+				return []result{{Output{Err: ErrIneligible, View: s.view(c)}, s}}
+			}
+			rs = append(rs, placeFirst(s, c, t))
+			if in.Racy {
+				rs = append(rs, result{Output{Err: ErrIneligible, View: s.view(c)}, s})
+			}
+			return rs
+		}
+		fallthrough
+	case kQuarantined:
 		// A concurrent move came first: route unpinned, leave its state.
 		cl.St, cl.Cause = tUnpinned, CauseMoveLost
 		cl.Fly, cl.FW = fUnpinned, int8(t)
@@ -730,7 +906,7 @@ func placeFirst(s State, c, t int) result {
 
 func complete(s State, in Input) []result {
 	rs := []result{completeOne(s, in)}
-	if cl := &s.C[in.Client]; cl.Fly == fFirst && cl.Fenced && in.Outcome != NotAccepted {
+	if cl := &s.C[in.Client]; (cl.Fly == fFirst || cl.Fly == fAdopt) && cl.Fenced && in.Outcome != NotAccepted {
 		// The Leave or restarting Join that fenced the attempt's instance
 		// publishes the membership first and bumps the core's generations
 		// after: a Complete in between commits (or quarantines) on the old
@@ -772,6 +948,43 @@ func completeOne(s State, in Input) result {
 			}
 			cl.St = tEnded
 		}
+	case fAdopt:
+		e := &s.K[k]
+		switch in.Outcome {
+		case Accepted:
+			switch {
+			case cl.Fenced || !e.Read && (!s.M[cl.FW].Present || s.M[cl.FW].Inst != cl.FInst):
+				// Stale at birth: served, not bound.
+				*e = keyState{Ver: e.Ver}
+				cl.St = tEnded
+			case e.Read:
+				// The claim adopted: the session's binding, leased (still
+				// closing, if the session's final request ended meanwhile).
+				e.St, e.By, e.Read = kBound, 0, false
+				e.Leases++
+				cl.St, cl.Lease, cl.LVer = tBound, true, e.Ver
+			default:
+				// The claim ended under it: placed anew.
+				*e = keyState{St: kBound, W: cl.FW, Inst: cl.FInst, Ver: e.Ver + 1, Leases: 1}
+				cl.St, cl.Lease, cl.LVer, cl.LW = tBound, true, e.Ver, cl.FW
+			}
+		case NotAccepted:
+			// The refused claim moves with the next dispatch (L1); the
+			// reservation stays.
+			err = ErrNotAccepted
+			e.Read, e.Leases, e.Closing = false, 0, false
+			cl.St = tMoving
+		default:
+			// A placing dispatch's unknown outcome: the claim is
+			// quarantined.
+			err = ErrAmbiguous
+			if cl.Fenced {
+				*e = keyState{Ver: e.Ver}
+			} else {
+				*e = keyState{St: kQuarantined, W: cl.FW, Inst: cl.FInst, Ver: e.Ver}
+			}
+			cl.St = tEnded
+		}
 	case fHit:
 		switch in.Outcome {
 		case Accepted:
@@ -806,9 +1019,12 @@ func done(s State, c int) result {
 	case cl.Lease:
 		s.endLease(c, cl.Final) // Close for the final request, else Release
 	}
-	if cl.St == tReserved {
-		k := int(cl.Key)
-		s.K[k] = keyState{Ver: s.K[k].Ver}
+	if k := int(cl.Key); k >= 0 && s.K[k].St == kPlacing && int(s.K[k].By) == c {
+		if e := &s.K[k]; e.Read {
+			e.St, e.By, e.Read = kBound, 0, false // the claim read stays the binding
+		} else {
+			s.K[k] = keyState{Ver: s.K[k].Ver}
+		}
 	}
 	s.C[c] = client{Key: -1, Pin: -1, LW: -1, FW: -1}
 	return result{Output{View: View{Bound: -1}}, s}
@@ -816,10 +1032,11 @@ func done(s State, c int) result {
 
 var seed = maphash.MakeSeed()
 
-// NewModel returns the Porcupine model of the layer (hard: ModeHard).
-func NewModel(hard bool) porcupine.Model {
+// NewModel returns the Porcupine model of the layer (hard: ModeHard;
+// replica: over a replica, Config.Replicas).
+func NewModel(hard, replica bool) porcupine.Model {
 	nm := porcupine.NondeterministicModel{
-		Init: func() []any { return []any{Init(hard)} },
+		Init: func() []any { return []any{Init(hard, replica)} },
 		Step: func(state, input, output any) []any {
 			var out []any
 			for _, n := range Step(state.(State), input.(Input), output.(Output)) {
@@ -842,7 +1059,7 @@ func Describe(in Input, out Output) string {
 	switch in.Op {
 	case OpJoin:
 		fmt.Fprintf(&b, "(w%d, %c)", in.Worker, 'a'+in.Ident)
-	case OpFail, OpLeave:
+	case OpFail, OpLeave, OpRegister, OpDeregister:
 		fmt.Fprintf(&b, "(w%d)", in.Worker)
 	case OpStart:
 		fmt.Fprintf(&b, "(k%d", in.Key)
@@ -882,6 +1099,9 @@ func Describe(in Input, out Output) string {
 	if in.Op >= OpStart && in.Op <= OpComplete {
 		fmt.Fprintf(&b, "%s", out.View)
 	}
+	if out.Read {
+		b.WriteString(" (claim read)")
+	}
 	return strings.TrimSpace(b.String())
 }
 
@@ -913,7 +1133,11 @@ func (s State) String() string {
 	for k, e := range s.K {
 		switch e.St {
 		case kAbsent:
-			fmt.Fprintf(&b, "k%d absent\n", k)
+			fmt.Fprintf(&b, "k%d absent", k)
+			if e.Closed {
+				b.WriteString(" (its close may be in flight)")
+			}
+			b.WriteString("\n")
 		case kPlacing:
 			fmt.Fprintf(&b, "k%d placing by c%d\n", k, e.By)
 		case kBound:

@@ -16,7 +16,7 @@ var checker = histfile.Checker[Plan, Input, Output]{
 	Dir:   "linearizability/affinitylin",
 	Seed:  func(p Plan) uint64 { return p.Seed },
 	Stuck: func(n int) string { return fmt.Sprintf("%d Starts waited %v: lost wake-up", n, WaitLimit) },
-	Model: func(p Plan) porcupine.Model { return NewModel(p.Hard) },
+	Model: func(p Plan) porcupine.Model { return NewModel(p.Hard, p.Replica) },
 }
 
 // SavedHistory is a history written to disk: enough to re-check it
