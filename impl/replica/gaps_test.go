@@ -432,6 +432,11 @@ func TestGap_SlotKeptWhileLeased(t *testing.T) {
 	require.NoError(t, err)
 	e.b.SetUnavailable("r1", true)
 	require.NoError(t, tu.Complete(placement.Accepted)) // its Hold finds the store unreachable
+	// A read finds it unreachable too: the replica counts it down (a
+	// write's unknown outcome alone does not: noteWrite).
+	_, _, gerr := r1.store.Get(tctx(t), "s")
+	r1.note(gerr)
+	require.True(t, r1.isDown())
 	tu.Done(false)
 	long, err := r1.Start(tctx(t), "s", nil) // a hit: its request stays in flight
 	require.NoError(t, err)
