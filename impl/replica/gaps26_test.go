@@ -135,10 +135,7 @@ func TestGap_RefusalSurvivesKeepalive(t *testing.T) {
 	for range 3 {
 		r1.Tick(tctx(t))
 	}
-	b := begin(t, r1, "s")
-	defer b.Done(false)
-	_, ok := b.Claim()
-	assert.False(t, ok, "the refused claim was read as the session's binding again")
+	readsNoBinding(t, r1, "s", "the refused claim was read as the session's binding again")
 }
 
 // A claim adopted from the store (another replica's, or a write of this
@@ -155,10 +152,7 @@ func TestGap_AdoptedClaimRefusalRemembered(t *testing.T) {
 	require.NoError(t, a.Dispatch(w1))
 	require.ErrorIs(t, a.Complete(placement.DefinitelyNotAccepted), placement.ErrNotAccepted)
 	a.Done(false)
-	b := begin(t, r1, "s")
-	defer b.Done(false)
-	_, ok = b.Claim()
-	assert.False(t, ok, "the refused claim was adopted again")
+	readsNoBinding(t, r1, "s", "the refused claim was adopted again")
 }
 
 // Leases on a binding a refused later turn ended keep nothing: the final
@@ -233,19 +227,39 @@ func pause(t *testing.T, hook *func()) (reached <-chan struct{}, release func())
 	return r, func() { rel.Do(func() { close(g) }) }
 }
 
+// commitPaused starts a placing turn of key on c and completes it
+// (Accepted) in the background, paused between the core's commit (its
+// binding visible to hits) and the record's binding; release lets it go
+// on, and committed gives Complete's result.
+func commitPaused(t *testing.T, c *Coordinator, key string) (p *Turn, release func(), committed <-chan error) {
+	t.Helper()
+	p, err := c.Start(tctx(t), key, to("w1"))
+	require.NoError(t, err)
+	reached, release := pause(t, &testAfterCommit)
+	done := make(chan error, 1)
+	go func() { done <- p.Complete(placement.Accepted) }()
+	<-reached
+	return p, release, done
+}
+
+// readsNoBinding checks that a turn begun on key reads its claim as no
+// binding (a refused claim), with msg if it does not.
+func readsNoBinding(t *testing.T, c *Coordinator, key, msg string) {
+	t.Helper()
+	b := begin(t, c, key)
+	defer b.Done(false)
+	_, ok := b.Claim()
+	assert.False(t, ok, msg)
+}
+
 // A hit between the placing turn's commit in the core and its binding's
 // record counts the placer's lease too: a final request among such hits
 // leaves the claim to the placer's lease's end.
 func TestGap_PlacerLeaseCountedBeforeCommit(t *testing.T) {
 	e := newEnv(t, 2, nil, 0)
 	r1, _ := e.replica("r1")
-	p, err := r1.Start(tctx(t), "s", to("w1"))
-	require.NoError(t, err)
-	reached, release := pause(t, &testAfterCommit)
+	p, release, committed := commitPaused(t, r1, "s")
 	defer release()
-	committed := make(chan error, 1)
-	go func() { committed <- p.Complete(placement.Accepted) }()
-	<-reached
 	h := bhit(t, r1, "s")
 	require.NoError(t, h.Complete(placement.Accepted))
 	h.Done(true)
@@ -263,23 +277,15 @@ func TestGap_PlacerLeaseCountedBeforeCommit(t *testing.T) {
 func TestGap_RefusalDuringCommitStands(t *testing.T) {
 	e := newEnv(t, 2, nil, 0)
 	r1, _ := e.replica("r1")
-	p, err := r1.Start(tctx(t), "s", to("w1"))
-	require.NoError(t, err)
-	reached, release := pause(t, &testAfterCommit)
+	p, release, committed := commitPaused(t, r1, "s")
 	defer release()
-	committed := make(chan error, 1)
-	go func() { committed <- p.Complete(placement.Accepted) }()
-	<-reached
 	h := bhit(t, r1, "s")
 	require.ErrorIs(t, h.Complete(placement.DefinitelyNotAccepted), placement.ErrNotAccepted)
 	h.Done(false)
 	release()
 	require.NoError(t, <-committed)
 	p.Done(false)
-	b := begin(t, r1, "s")
-	defer b.Done(false)
-	_, ok := b.Claim()
-	assert.False(t, ok, "the refused claim reads as the session's binding again")
+	readsNoBinding(t, r1, "s", "the refused claim reads as the session's binding again")
 }
 
 // Once the last lease of a closing binding is counted out, no hit takes a
