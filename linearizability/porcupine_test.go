@@ -33,15 +33,7 @@ const CheckLimit = 20 * time.Second
 func checkRun(t *testing.T, run *Run, timeout time.Duration) porcupine.CheckResult {
 	t.Helper()
 	h := run.Save("", "")
-	var known string
-	switch {
-	case run.Stuck > 0:
-		known = fmt.Sprintf("%d blocking Acquires waited %v: lost wake-up", run.Stuck, WaitLimit)
-	case run.EventErr != nil:
-		known = fmt.Sprintf("Observer events out of order: %v", run.EventErr)
-	case run.Unfinished != "":
-		known = "a client could not end what it held: " + run.Unfinished
-	}
+	known := run.known()
 	if known != "" {
 		timeout = min(timeout, 2*time.Second) // only for the report's annotations
 	}

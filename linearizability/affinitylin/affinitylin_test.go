@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/anishathalye/porcupine"
 	"github.com/placementlab/placement/impl/affinity"
 	"github.com/placementlab/placement/linearizability/histfile"
 )
@@ -18,14 +17,14 @@ import (
 // (the first seed), AFFINITYLIN_SEEDS and AFFINITYLIN_OPS (actions per
 // client) scale it (LINEARIZABILITY_SEED and LINEARIZABILITY_SEEDS, as the
 // bug zoo sets them, too). It stops at the first failing seed.
-func TestLinearizable(t *testing.T) { checkLinearizable(t, DrawPlan, thin) }
+func TestLinearizable(t *testing.T) { checkLinearizable(t, Harness, thin) }
 
 // TestLinearizableReplicas is TestLinearizable over a replica on an
 // in-memory claims store (Config.Replicas), half the seeds with store
 // faults (lost write replies, cut connections).
-func TestLinearizableReplicas(t *testing.T) { checkLinearizable(t, DrawReplicaPlan, thinReplicas) }
+func TestLinearizableReplicas(t *testing.T) { checkLinearizable(t, ReplicasHarness, thinReplicas) }
 
-func checkLinearizable(t *testing.T, draw func(seed uint64, ops int) Plan, thin func(Coverage) []string) {
+func checkLinearizable(t *testing.T, h histfile.Layer[Plan, Input, Output], thin func(Coverage) []string) {
 	ops := histfile.EnvInt(100, "AFFINITYLIN_OPS")
 	var cov Coverage
 	began := time.Now()
@@ -33,14 +32,7 @@ func checkLinearizable(t *testing.T, draw func(seed uint64, ops int) Plan, thin 
 	// minimums below runs on with more seeds, up to four times as many,
 	// before it fails as thin.
 	more := func() bool { return len(thin(cov)) > 0 }
-	checker.CheckSeeds(t, 10, more, func(seed uint64) (Plan, []porcupine.Operation, int) {
-		run, err := Execute(draw(seed, ops))
-		if err != nil {
-			t.Fatal(err)
-		}
-		cov.Add(run.Coverage)
-		return run.Plan, run.History, run.Stuck
-	}, func(seed uint64) {
+	h.CheckSeeds(t, 10, ops, more, func(rec histfile.Recorded[Plan]) { cov.Add(rec.Coverage.(Coverage)) }, func(seed uint64) {
 		if tr := TraceOfLastRun(); len(tr) > 0 {
 			f := filepath.Join(os.TempDir(), fmt.Sprintf("affinitylin-trace-seed%d.txt", seed))
 			_ = os.WriteFile(f, []byte(strings.Join(tr, "\n")+"\n"), 0o644)

@@ -34,3 +34,26 @@ func Check(h *SavedHistory, timeout time.Duration) (porcupine.CheckResult, porcu
 func ReadHistory(path string) (*SavedHistory, error) {
 	return histfile.Read[Plan, Input, Output](path)
 }
+
+// Harness is this package's checker over the local core as a campaign
+// drives it (and as TestLinearizable runs it).
+var Harness = layer("affinity", DrawPlan)
+
+// ReplicasHarness is the checker over a replica on an in-memory claims
+// store, half the seeds with store faults (TestLinearizableReplicas).
+var ReplicasHarness = layer("affinity-replicas", DrawReplicaPlan)
+
+func layer(label string, draw func(seed uint64, ops int) Plan) histfile.Layer[Plan, Input, Output] {
+	return histfile.Layer[Plan, Input, Output]{
+		Checker: checker,
+		Label:   label,
+		Draw:    draw,
+		Execute: func(p Plan) (histfile.Recorded[Plan], error) {
+			run, err := Execute(p)
+			if err != nil {
+				return histfile.Recorded[Plan]{Plan: p}, err
+			}
+			return histfile.Recorded[Plan]{Plan: run.Plan, Ops: run.History, Stuck: run.Stuck, Coverage: run.Coverage}, nil
+		},
+	}
+}

@@ -4,7 +4,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/anishathalye/porcupine"
 	"github.com/placementlab/placement/linearizability/histfile"
 	"github.com/stretchr/testify/require"
 )
@@ -27,17 +26,11 @@ func linearizable(t *testing.T, backend string, seeds, ops int) {
 	var tr Transitions
 	began := time.Now()
 	more := func() bool { return len(thin(backend, cov, tr)) > 0 }
-	checker.CheckSeeds(t, seeds, more, func(seed uint64) (Plan, []porcupine.Operation, int) {
-		run, err := Execute(DrawPlan(seed, ops, backend))
-		require.NoError(t, err)
-		for _, v := range CheckEvents(run.History, run.Events) {
-			t.Errorf("seed %d: event streams: %s", seed, v)
-		}
-		cov.Add(run.Coverage)
-		if x, ok := replay(run.Plan, run.History); ok {
+	Harness(backend).CheckSeeds(t, seeds, ops, more, func(rec histfile.Recorded[Plan]) {
+		cov.Add(rec.Coverage.(Coverage))
+		if x, ok := replay(rec.Plan, rec.Ops); ok {
 			tr.Add(x)
 		}
-		return run.Plan, run.History, run.Stuck
 	}, nil)
 	t.Logf("%s: %d operations checked in %v; coverage %+v; transitions %+v", backend, cov.Operations,
 		time.Since(began).Round(time.Millisecond), cov, tr)

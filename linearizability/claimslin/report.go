@@ -36,3 +36,26 @@ func Check(h *SavedHistory, timeout time.Duration) (porcupine.CheckResult, porcu
 func ReadHistory(path string) (*SavedHistory, error) {
 	return histfile.Read[Plan, Input, Output](path)
 }
+
+// Harness returns this package's checker on backend (BackendMem,
+// BackendEtcd1, BackendEtcd3) as a campaign drives it (and as
+// TestLinearizable runs it): the history checked against the model, and
+// the event streams against the history (CheckEvents).
+func Harness(backend string) histfile.Layer[Plan, Input, Output] {
+	return histfile.Layer[Plan, Input, Output]{
+		Checker: checker,
+		Label:   "claims-" + backend,
+		Draw:    func(seed uint64, ops int) Plan { return DrawPlan(seed, ops, backend) },
+		Execute: func(p Plan) (histfile.Recorded[Plan], error) {
+			run, err := Execute(p)
+			if err != nil {
+				return histfile.Recorded[Plan]{Plan: p}, err
+			}
+			var v []string
+			for _, e := range CheckEvents(run.History, run.Events) {
+				v = append(v, "event streams: "+e)
+			}
+			return histfile.Recorded[Plan]{Plan: run.Plan, Ops: run.History, Stuck: run.Stuck, Coverage: run.Coverage, Violations: v}, nil
+		},
+	}
+}

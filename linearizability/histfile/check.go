@@ -1,7 +1,6 @@
 package histfile
 
 import (
-	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -67,35 +66,18 @@ func (c Checker[P, I, O]) Check(h *History[P, I, O], timeout time.Duration) (por
 // line.
 func (c Checker[P, I, O]) CheckRun(t testing.TB, plan P, ops []porcupine.Operation, stuck int) porcupine.CheckResult {
 	t.Helper()
-	seed := c.Seed(plan)
-	h := Record[P, I, O](plan, ops, "", "")
-	timeout := CheckLimit
-	if stuck > 0 {
-		timeout = stuckCheckLimit
-	}
 	start := time.Now()
-	res, info, m := c.Check(&h, timeout)
-	t.Logf("seed %d: checked %d operations in %v: %s", seed, len(ops), time.Since(start).Round(time.Millisecond), res)
-	if stuck > 0 {
-		res, h.Note = porcupine.Illegal, c.Stuck(stuck)
+	dir := os.Getenv(c.Env + "_REPORT_DIR")
+	if dir == "" {
+		dir = os.Getenv("LINEARIZABILITY_REPORT_DIR")
 	}
-	if dir := os.Getenv(c.Env + "_SAVE"); dir != "" {
-		h.Result = string(res)
-		if b, err := json.MarshalIndent(h, "", " "); err == nil {
-			_ = os.WriteFile(filepath.Join(dir, fmt.Sprintf("seed%d-%s.json", seed, res)), b, 0o644)
-		}
+	o, h := c.judge(Recorded[P]{Plan: plan, Ops: ops, Stuck: stuck}, dir, false)
+	t.Logf("seed %d: checked %d operations in %v: %s", o.Seed, len(ops), time.Since(start).Round(time.Millisecond), o.Result)
+	if o.Failed() {
+		t.Errorf("seed %d: %s history of %d operations is %s %s; report: %s; re-check: copy history.json to %s/testdata/histories and run TestRecheckSaved",
+			o.Seed, c.What, len(ops), o.Result, h.Note, o.Report, c.Dir)
 	}
-	if res != porcupine.Ok {
-		h.Result = string(res)
-		dir := os.Getenv(c.Env + "_REPORT_DIR")
-		if dir == "" {
-			dir = os.Getenv("LINEARIZABILITY_REPORT_DIR")
-		}
-		out, werr := WriteReport(dir, c.What, seed, h, info, m)
-		t.Errorf("seed %d: %s history of %d operations is %s %s; report: %s (write error: %v); re-check: copy history.json to %s/testdata/histories and run TestRecheckSaved",
-			seed, c.What, len(ops), res, h.Note, out, werr, c.Dir)
-	}
-	return res
+	return porcupine.CheckResult(o.Result)
 }
 
 // CheckSeeds is a TestLinearizable's loop: it runs and checks (CheckRun)

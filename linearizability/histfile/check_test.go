@@ -103,7 +103,7 @@ func TestCheckRun(t *testing.T) {
 			require.Len(t, tb.errors, 1)
 			msg := tb.errors[0]
 			require.Len(t, reports, 1)
-			assert.Equal(t, c.wantMessage+reports[0]+" (write error: <nil>); re-check: copy history.json to linearizability/histfile/testdata/histories and run TestRecheckSaved", msg)
+			assert.Equal(t, c.wantMessage+reports[0]+"; re-check: copy history.json to linearizability/histfile/testdata/histories and run TestRecheckSaved", msg)
 			assert.NotEmpty(t, zooDivergence.FindString(msg))
 			h, err := Read[plan, int, int](filepath.Join(reports[0], "history.json"))
 			require.NoError(t, err)

@@ -1,5 +1,12 @@
-// Package histfile is what the layers' Porcupine checks
-// (linearizability/affinitylin, linearizability/queuelin) share about
+// Package histfile is the skeleton every Porcupine checker of the
+// repository instantiates, and what they share about recorded histories.
+// A layer's checker is a Layer (its Checker: naming, model, reports; a
+// Draw from seed to plan; an Execute from plan to recorded history); a
+// Layer is a Harness, the interface the nightly campaign (cmd/campaign)
+// drives: run a seed, re-check a saved history, promote a failure to
+// regression data. The queue, affinity and claims checkers are Layers;
+// the core's (package linearizability) implements Harness over its own
+// saved form. The rest of the package is what they share about
 // recorded histories: recording them (Clients, one Recorder per client
 // goroutine, stamping each call's times and naming the calls in flight
 // when a run does not finish), their saved form (JSON that re-checks

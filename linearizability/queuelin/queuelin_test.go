@@ -7,7 +7,6 @@ import (
 	"github.com/anishathalye/porcupine"
 	"github.com/placementlab/placement/linearizability/histfile"
 	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
 )
 
 // TestLinearizable runs concurrent plans on one policyqueue.Queue each and
@@ -19,12 +18,7 @@ func TestLinearizable(t *testing.T) {
 	ops := histfile.EnvInt(80, "QUEUELIN_OPS")
 	var cov Coverage
 	began := time.Now()
-	checker.CheckSeeds(t, 12, nil, func(seed uint64) (Plan, []porcupine.Operation, int) {
-		run, err := Execute(DrawPlan(seed, ops))
-		require.NoError(t, err)
-		cov.Add(run.Coverage)
-		return run.Plan, run.History, run.Stuck
-	}, nil)
+	Harness.CheckSeeds(t, 12, ops, nil, func(rec histfile.Recorded[Plan]) { cov.Add(rec.Coverage.(Coverage)) }, nil)
 	t.Logf("%d operations checked in %v; coverage %+v", cov.Operations, time.Since(began).Round(time.Millisecond), cov)
 	for _, m := range thin(cov) {
 		t.Errorf("too thin: %s", m)

@@ -36,3 +36,18 @@ func Check(h *SavedHistory, timeout time.Duration) (porcupine.CheckResult, porcu
 func ReadHistory(path string) (*SavedHistory, error) {
 	return histfile.Read[Plan, Input, Output](path)
 }
+
+// Harness is this package's checker as a campaign drives it (and as
+// TestLinearizable runs it): a seed's plan on one queue, checked against
+// the model.
+var Harness = histfile.Layer[Plan, Input, Output]{
+	Checker: checker,
+	Draw:    DrawPlan,
+	Execute: func(p Plan) (histfile.Recorded[Plan], error) {
+		run, err := Execute(p)
+		if err != nil {
+			return histfile.Recorded[Plan]{Plan: p}, err
+		}
+		return histfile.Recorded[Plan]{Plan: run.Plan, Ops: run.History, Stuck: run.Stuck, Coverage: run.Coverage}, nil
+	},
+}
