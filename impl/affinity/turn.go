@@ -138,9 +138,12 @@ type Turn struct {
 // phase (waiting while another request places the session, until ctx is
 // done) and decides, by the contract table, whether the request is bound
 // (Bound), places the session (Placing) or is routed unpinned (Unpinned).
-// Errors: ctx ending while waiting (placement.ErrCancelled), the layer's
-// Close (placement.ErrClosed), and in hard mode a pin that disagrees with
-// the binding (*PinError) and a quarantined session (*QuarantinedError).
+// Errors: an invalid pin (*PinError, ErrInvalidPin: row P1), a pin to a
+// worker that is not a member or has failed (*IneligibleError,
+// ErrPinnedWorkerGone: row P2), ctx ending while waiting
+// (placement.ErrCancelled), the layer's Close (placement.ErrClosed), and
+// in hard mode a pin that disagrees with the binding (*PinError,
+// ErrPinConflict) and a quarantined session (*QuarantinedError).
 // Every Turn must end with Done; a Turn is returned only with a nil error.
 func (l *Layer) Start(ctx context.Context, req Request) (*Turn, error) {
 	t := &Turn{l: l, req: req}
