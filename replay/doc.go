@@ -76,6 +76,57 @@
 //	    Run leaves no goroutine behind. [TestBadInput, TestReadTraceErrors,
 //	    TestCancel, TestNoGoroutineLeak]
 //
+// # Invariants
+//
+// Each placement policy's simulation (Run's, and every replica's layer in
+// RunReplicas) checks three invariants as it runs and reports what breaks
+// them in Result.Violations (the first MaxViolations, each a sentence
+// naming the invariant, the request, its session, the time and the
+// workers), Result.ViolationCount and Result.InvariantChecks (the checks
+// made, so that a caller can see they ran); Report.Violations and
+// ReplicaReport.Violations list them all. The reports' tables do not
+// change.
+//
+//	I1  No lease leaked (InvLeaseLeaked): when every request is answered,
+//	    every turn the router started was ended (Done), and each layer,
+//	    its clock moved past ReserveTimeout + DispatchTimeout,
+//	    QuarantineTTL and IdleTTL, holds no entry (Stats.Live): only a
+//	    lease never released keeps a binding past its idle TTL. A lease
+//	    left on a binding its worker's restart fenced is not seen by the
+//	    layer's count (the turns' count still sees it).
+//	I2  No session routed to a departed worker (InvDepartedWorker): a
+//	    placement dispatch goes to a worker that is up (the layers are told
+//	    of every Fail and Leave at once), a hit never goes to a binding made
+//	    on an instance before the worker's restart, and a replica
+//	    following another's binding (a pin) follows the worker's current
+//	    instance.
+//	I3  No turn on two workers at once (InvTwoWorkers): an accepted request
+//	    does not start on one worker while its key's live binding (as the
+//	    replica saw it when the key's last turn ended: Layer.Query) is on
+//	    another worker that is running an accepted request of the key.
+//	    Allowed, as the contract allows them: requests of one key at once
+//	    on one worker (sibling fan-outs, open loop); lost requests (an
+//	    ambiguous dispatch the worker ran); requests a restart cut; the
+//	    requests a failed or leaving worker finishes after its binding
+//	    moved (B1, B2: a binding whose worker failed, left or restarted
+//	    since it was seen is not held to, a flap included); a binding past
+//	    its idle TTL (the simulation ends each turn at its dispatch, so the
+//	    TTL runs while the request does); a final request's close (F1),
+//	    quarantines and a consistency policy's EndSession (no binding
+//	    seen); in soft mode a binding offered Overloaded or a pin to
+//	    another target (B4, P4: the binding follows). Across replicas
+//	    only claims in hard mode promise it (R4): a request follows the
+//	    live claim, outside the store's outage window and EventDelay after
+//	    a rewrite (a replica's cache may hold the previous revision); none,
+//	    best-effort and gossip-lww split sessions across replicas by
+//	    design and are held to each replica's own bindings only.
+//
+// Default runs find no violation (TestInvariantsHold,
+// TestInvariantsHoldReplicas); a simulation broken on purpose through an
+// unexported test hook is caught (TestInvariantLeakCaught,
+// TestInvariantDepartedCaught, TestInvariantOldInstanceCaught,
+// TestInvariantSplitCaught).
+//
 // # Policies
 //
 //   - placement-hard, placement-soft, placement-off: the affinity layer in

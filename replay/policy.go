@@ -17,6 +17,12 @@ type handle struct {
 	prefix *picker.PrefixOverlap // the index that routed it (its replica's)
 	est    int
 	rep    int // the replica that routed it
+	i      int // the request
+	// hit: a later turn on the session's binding; bound: a dispatch that
+	// binds the session if accepted (placing) or hits its binding; pinGen:
+	// the instance of the binding a pinned request follows (-1: none).
+	hit, bound bool
+	pinGen     int
 }
 
 func (h handle) complete(s *sim, rk *rank, o placement.Outcome, ran bool) {
@@ -30,7 +36,11 @@ func (h handle) complete(s *sim, rk *rank, o placement.Outcome, ran bool) {
 	if o == placement.Ambiguous && h.a.ID() != 0 {
 		s.ranBy[h.a.ID()] = ran
 	}
-	h.turn.Done()
+	var acc *rank
+	if o == placement.Accepted {
+		acc = rk
+	}
+	s.endTurn(h.turn, h.i, h.rep, acc, h.bound)
 }
 
 // newPickers builds the policy's impl/picker parts (for router replica
@@ -181,10 +191,16 @@ func (s *sim) rankOf(t affinity.Target) *rank {
 // than one.
 func (s *sim) routePlacement(i int, pin affinity.Target, hasPin bool) (*rank, handle, bool) {
 	r := &s.wl.Requests[i]
+	pinGen := -1
+	if hasPin {
+		pinGen = s.inv.pinGen
+	}
+	s.inv.pinGen = -1
 	turn, err := s.layer.Start(s.cancelled, affinity.Request{Session: s.akeys[i], Phase: affinity.PhaseDecode, Final: r.Final, Pin: pin, HasPin: hasPin})
 	if err != nil {
 		return nil, handle{}, false // hard mode's quarantine, or a session being placed
 	}
+	s.turnStarted(turn, i)
 	pc := s.candidates(s.pol == PlacementSoft, true)
 	s.placeReq = &picker.Request{Key: s.akeys[i]}
 	if s.prefix != nil {
@@ -200,25 +216,26 @@ func (s *sim) routePlacement(i int, pin affinity.Target, hasPin bool) (*rank, ha
 	}
 	el, err := turn.Eligible(s.acands, nil)
 	if err != nil {
-		turn.Done()
+		s.endTurn(turn, i, s.cur, nil, false)
 		return nil, handle{}, false
 	}
 	t := el[0].Target
 	if len(el) > 1 {
 		t = s.pickPlacement(i, turn, el, pc)
 	}
+	placing := turn.Placing()
 	a, err := turn.Dispatch(t)
 	if err != nil {
-		turn.Done()
+		s.endTurn(turn, i, s.cur, nil, false)
 		return nil, handle{}, false
 	}
 	rk := s.rankOf(a.Target())
 	if rk == nil {
 		_ = a.Complete(placement.DefinitelyNotAccepted)
-		turn.Done()
+		s.endTurn(turn, i, s.cur, nil, false)
 		return nil, handle{}, false
 	}
-	h := handle{turn: turn, a: a, rep: s.cur}
+	h := handle{turn: turn, a: a, rep: s.cur, i: i, hit: a.Hit(), bound: placing || a.Hit(), pinGen: pinGen}
 	if s.prefix != nil {
 		h.req, h.prefix, h.est = s.placeReq, s.prefix, s.uncached(r, rk.match)
 	}

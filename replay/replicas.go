@@ -252,6 +252,7 @@ type claim struct {
 	gen     int
 	rev     uint64
 	lastUse time.Duration
+	written time.Duration // created or last rewritten
 }
 
 // cachedClaim is a replica's copy of a claim.
@@ -411,6 +412,7 @@ func (s *sim) routeReplica(i int) (*rank, handle, time.Duration, bool) {
 		// The first live binding wins: the layer's own, else one learned.
 		if _, ok := rep.layer.Query(ak, affinity.PhaseDecode); !ok {
 			if e := rep.view[key]; e != nil && s.viewLive(e) {
+				s.inv.pinGen = e.gen
 				rk, h, ok := s.routePlacement(i, e.rk.target, true)
 				return rk, h, 0, ok
 			}
@@ -421,8 +423,9 @@ func (s *sim) routeReplica(i int) (*rank, handle, time.Duration, bool) {
 		if e := rep.view[key]; e != nil && e.remote && live(e.rk, e.gen) {
 			if lt, ok := rep.layer.Query(ak, affinity.PhaseDecode); !ok || lt != e.rk.target {
 				if ok {
-					_, _ = rep.layer.EndSession(ak)
+					s.endSession(rep, key)
 				}
+				s.inv.pinGen = e.gen
 				rk, h, ok := s.routePlacement(i, e.rk.target, true)
 				return rk, h, 0, ok
 			}
@@ -438,6 +441,9 @@ func (s *sim) routeReplica(i int) (*rank, handle, time.Duration, bool) {
 func (s *sim) routeClaims(i int, rep *replica) (*rank, handle, time.Duration, bool) {
 	key, ak := s.kid[i], s.akeys[i]
 	none := affinity.Target{}
+	if cl := s.store.claims[key]; s.pol == PlacementHard && cl != nil && s.claimLive(cl) && !s.storeDown() {
+		s.inv.claim = cl // invariant 3: the turn must follow it (checkDispatch)
+	}
 	lt, lok := rep.layer.Query(ak, affinity.PhaseDecode)
 	if c, ok := rep.cache[key]; ok && lok && lt == c.rk.target && live(c.rk, c.gen) {
 		// A later turn on a replica holding the claim: no store call.
@@ -463,8 +469,9 @@ func (s *sim) routeClaims(i int, rep *replica) (*rank, handle, time.Duration, bo
 	if cl != nil && s.claimLive(cl) {
 		// CreateOrGet found a live claim: adopt it.
 		if lok && lt != cl.rk.target {
-			_, _ = rep.layer.EndSession(ak)
+			s.endSession(rep, key)
 		}
+		s.inv.pinGen = cl.gen
 		rk, h, ok := s.routePlacement(i, cl.rk.target, true)
 		if ok {
 			s.rstat.ops++
@@ -496,7 +503,7 @@ func (s *sim) claimLive(cl *claim) bool {
 func (s *sim) writeClaim(rep *replica, key int32, rk *rank, old *claim) {
 	st := s.store
 	st.rev++
-	st.claims[key] = &claim{rk: rk, gen: rk.w.gen, rev: st.rev, lastUse: s.now}
+	st.claims[key] = &claim{rk: rk, gen: rk.w.gen, rev: st.rev, lastUse: s.now, written: s.now}
 	rep.cache[key] = cachedClaim{rk: rk, gen: rk.w.gen, rev: st.rev}
 	if old == nil {
 		return
@@ -616,7 +623,7 @@ func (s *sim) receive(to int, m *syncMsg) {
 		}
 		rep.view[m.key] = &viewEntry{rk: m.rk, gen: m.gen, at: s.now, stamp: m.stamp, remote: true}
 		if t, ok := rep.layer.Query(ak, affinity.PhaseDecode); ok && t != m.rk.target {
-			_, _ = rep.layer.EndSession(ak)
+			s.endSession(rep, m.key)
 		}
 	}
 }

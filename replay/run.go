@@ -58,6 +58,19 @@ type Result struct {
 	End time.Duration
 	// Targets is the number of ranks (caches) at the start.
 	Targets int
+	// Violations are the invariant violations the simulation found (the
+	// package doc's "Invariants"; placement policies only), the first
+	// MaxViolations of them in the order found, each a sentence that
+	// begins with its invariant's name (InvLeaseLeaked, InvDepartedWorker,
+	// InvTwoWorkers) and names the request, its session, the simulated
+	// time and the workers. ViolationCount counts them all.
+	Violations     []string
+	ViolationCount int
+	// InvariantChecks counts the checks made: at each placement dispatch
+	// (the worker, and for an accepted one the key's binding) and, when
+	// the run ends, the turns and each layer's entries. Zero for a policy
+	// without the affinity layer.
+	InvariantChecks int
 }
 
 // Run simulates w under each of cfg's policies, concurrently (errgroup),

@@ -71,6 +71,9 @@ type job struct {
 	np     int      // the prompt's blocks
 	pos    int      // index in rank.active
 	est    int      // placement's estimate of its uncached tokens (accepted dispatches)
+	// split: the dispatch went elsewhere than its key's binding expected
+	// (invariant 3, checked when it reaches its worker).
+	split *splitCheck
 }
 
 type workerState uint8
@@ -90,6 +93,7 @@ type worker struct {
 	ranks      []*rank
 	dispatched int
 	ever       bool
+	downAt     time.Duration // its last Fail, Leave or Restart (-1: none)
 	// winDisp counts the worker's dispatches in the current imbalance
 	// window, winFair its fair share of them: each dispatch adds
 	// 1/(workers up) to every worker up.
@@ -178,6 +182,8 @@ type sim struct {
 	rstat   replicaStats
 	sends   []uint32    // each request's sendings so far (the load balancer's draw)
 	store   *claimStore // Claims' simulated store
+
+	inv invState // the invariant checks (invariants.go)
 }
 
 type stick struct {
@@ -248,6 +254,7 @@ func newSimRun(cfg *Config, pol Policy, wl *Workload, rr *replicaRun) (*sim, err
 			s.reps = append(s.reps, rep)
 		}
 		s.use(0)
+		s.initInvariants()
 		s.parentHint = true
 		ctx, cancel := context.WithCancel(context.Background())
 		cancel() // Start never waits: a request that would is refused
@@ -467,7 +474,9 @@ func (s *sim) run(ctx context.Context) (*Result, error) {
 			s.storeBack()
 		}
 	}
-	return s.finish(), nil
+	res := s.finish()
+	s.checkEnd(res)
+	return res, nil
 }
 
 // send is a client sending request i (again).
@@ -479,6 +488,7 @@ func (s *sim) send(i int) {
 	var h handle
 	var delay time.Duration
 	ok := false
+	s.inv.claim = nil
 	if s.rr2 != nil {
 		rk, h, delay, ok = s.routeReplica(i)
 	} else {
@@ -488,6 +498,9 @@ func (s *sim) send(i int) {
 		s.res.Refused++
 		s.push(s.now+s.cfg.RetryDelay, evSend, i, nil)
 		return
+	}
+	if testBreak != "" && h.turn != nil {
+		rk = s.breakRoute(i, rk)
 	}
 	s.dispatch(i, rk, h, delay)
 }
@@ -523,7 +536,12 @@ func (s *sim) arrive(j *job) {
 func (s *sim) dispatch(i int, rk *rank, h handle, delay time.Duration) {
 	s.tries[i]++
 	try := s.tries[i]
-	if s.chance(i, try, 1) < s.cfg.AmbiguousProb {
+	ambiguous := s.chance(i, try, 1) < s.cfg.AmbiguousProb
+	var sc *splitCheck
+	if h.turn != nil {
+		sc = s.checkDispatch(i, rk, h, !ambiguous)
+	}
+	if ambiguous {
 		ran := s.chance(i, try, 2) < s.cfg.AmbiguousRan
 		s.res.Ambiguous++
 		h.complete(s, rk, placement.Ambiguous, ran)
@@ -535,7 +553,7 @@ func (s *sim) dispatch(i int, rk *rank, h handle, delay time.Duration) {
 		return
 	}
 	h.complete(s, rk, placement.Accepted, true)
-	s.enqueueAt(rk, &job{req: i, est: h.est}, delay)
+	s.enqueueAt(rk, &job{req: i, est: h.est, split: sc}, delay)
 	s.trackSplit(i, rk)
 	if s.rr2 != nil {
 		s.afterAccept(i, rk, h)
@@ -572,6 +590,7 @@ func (s *sim) enqueue(rk *rank, j *job) {
 	for _, w := range s.upW {
 		w.winFair += 1 / float64(len(s.upW))
 	}
+	s.jobStarted(j)
 	if rk.busy == nil {
 		s.startPrefill(rk)
 	}
@@ -650,6 +669,7 @@ func (s *sim) decodeDone(j *job) {
 		}
 	}
 	j.hashes = nil
+	s.jobEnded(j)
 	if j.lost {
 		return
 	}
@@ -686,7 +706,7 @@ func (s *sim) tick() {
 func (s *sim) join(i int) {
 	for len(s.workers) <= i {
 		k := len(s.workers)
-		w := &worker{idx: k, id: fmt.Sprintf("w%d", k)}
+		w := &worker{idx: k, id: fmt.Sprintf("w%d", k), downAt: -1}
 		for r := range s.cfg.Ranks {
 			rk := &rank{w: w, target: affinity.Ranked(w.id, r), cache: blocklru.New(s.cfg.CacheBlocks)}
 			w.ranks = append(w.ranks, rk)
@@ -734,8 +754,10 @@ func (s *sim) forgetWorker(w *worker) {
 func (s *sim) restart(w *worker) {
 	w.gen++
 	w.instance++
+	w.downAt = s.now
 	for _, rk := range w.ranks {
 		for _, j := range rk.active {
+			s.jobEnded(j)
 			if !j.lost {
 				s.res.Lost++
 				s.push(s.now+s.cfg.RetryDelay, evSend, j.req, nil)
@@ -749,7 +771,7 @@ func (s *sim) restart(w *worker) {
 
 func (s *sim) setUp(w *worker) { w.state = stUp }
 
-func (s *sim) setDown(w *worker, st workerState) { w.state = st }
+func (s *sim) setDown(w *worker, st workerState) { w.state, w.downAt = st, s.now }
 
 // closeWindow adds the window's imbalance (the largest ratio of a
 // worker's dispatches to its fair share), weighted by the window's
@@ -796,7 +818,9 @@ func (s *sim) change(c Change) {
 		}
 		s.restart(w)
 		s.setUp(w) // a restarted worker is up, with a new identity
-		s.layerJoin(w)
+		if !s.breakOnce("unannounced", len(s.reps) > 0) {
+			s.layerJoin(w)
+		}
 	case Leave:
 		if w.state == stGone {
 			return
