@@ -10,7 +10,9 @@
 #                 configuration (FULL=1: 1e6 bindings, medians of 3); make benchstat OLD= NEW=
 #   make mutants  the bug zoo: every broken variant must be caught
 #   make fuzz     the fuzz pass (FUZZTIME inputs per target)
-#   make campaign the nightly campaign: long stress tests, a long Porcupine run, a long fuzz pass
+#   make campaign the nightly campaign: every checker in rotation for DURATION (default 5m; 8h
+#                 for a night), the bug zoo once, a report in REPORT (index.html)
+#   make stress   the stress tests for CAMPAIGN_STRESS each under -race
 
 SHELL       := /bin/bash
 .SHELLFLAGS := -o pipefail -c
@@ -18,7 +20,7 @@ GO          ?= go
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 CONFIGS     := $(filter-out spec/tla/MCClaims%,$(wildcard spec/tla/MC*.cfg))
 
-.PHONY: test lint race conformance explore explore-claims bench-smoke mutants fuzz campaign verify tlc bench benchstat
+.PHONY: test lint race conformance explore explore-claims bench-smoke mutants fuzz campaign stress verify tlc bench benchstat
 
 test:
 	@scripts/check.sh test
@@ -71,15 +73,22 @@ fuzz:
 	  $(GO) test -run '^$$' -fuzz "^$$t$$" -fuzztime $(FUZZTIME) -timeout 20m ./fuzz/ || exit 1; \
 	done
 
-# The nightly campaign: every stress test for CAMPAIGN_STRESS at GOMAXPROCS 8,
-# a long Porcupine run under the race detector, and a long fuzz pass.
-CAMPAIGN_STRESS ?= 2m
+# The nightly campaign (cmd/campaign, README's "The nightly campaign"):
+# every checker in rotation for DURATION, the bug zoo once, a progress line,
+# and a report in REPORT (summary.json, summary.md, index.html). RESUME=1
+# continues the campaign whose state.json is in REPORT; SEED fixes the seed;
+# ONLY=core,fuzz selects checkers. Exit status non-zero on any failure or
+# any checker that could not run.
+DURATION ?= 5m
+REPORT   ?= campaign-report
 campaign:
+	$(GO) run ./cmd/campaign -duration $(DURATION) -out $(REPORT) $(if $(SEED),-seed $(SEED)) $(if $(ONLY),-only $(ONLY)) $(if $(RESUME),-resume)
+
+# The stress tests alone, for CAMPAIGN_STRESS each at GOMAXPROCS 8 under -race.
+CAMPAIGN_STRESS ?= 2m
+stress:
 	PLACEMENT_STRESS=$(CAMPAIGN_STRESS) $(GO) test -race -count=1 -timeout 60m -v \
 	  -run 'Stress|EpochWrap|CloseDuringCapacitySweep' ./impl/placement/ ./linearizability/ | grep --line-buffered -E '^(---|ok|FAIL)|stress_test'
-	LINEARIZABILITY_SEEDS=400 LINEARIZABILITY_OPS=2000 LINEARIZABILITY_SEED=100000 \
-	  $(GO) test -race -count=1 -timeout 60m -run 'TestLinearizable$$' -v ./linearizability/ | grep --line-buffered -E '^(---|ok|FAIL)|operations checked|Illegal'
-	$(MAKE) fuzz FUZZTIME=3000000x
 
 tlc:
 	@spec/tla/tlc.sh
