@@ -116,20 +116,40 @@ func WriteReport[P, I, O any](dir, what string, seed uint64, h History[P, I, O],
 // ops, by return time, that m does not linearize (all of ops when every
 // prefix is linearizable), sorted by call time: where a history stops
 // being explainable.
+//
+// A prefix never splits operations that return at the same time: the
+// harnesses record a call's halves as operations of their own over the
+// call's interval (a Dispatch and the invalidation of its move, a Start
+// and the leases it gave up, a Join and its registration), and a prefix
+// holding one half without the other is a history no run recorded (the
+// model rightly refuses it, and the trimmed history would blame the
+// implementation for the trimmer's cut; it also breaks the search's
+// assumption that a longer prefix of an illegal one stays illegal).
 func ShortestIllegalPrefix(m porcupine.Model, ops []porcupine.Operation) []porcupine.Operation {
 	sorted := append([]porcupine.Operation(nil), ops...)
-	sort.Slice(sorted, func(i, j int) bool { return sorted[i].Return < sorted[j].Return })
-	lo, hi := 1, len(sorted)
+	sort.SliceStable(sorted, func(i, j int) bool { return sorted[i].Return < sorted[j].Return })
+	// cuts[i] is the length of the i-th prefix that ends between two
+	// return times.
+	var cuts []int
+	for i := 1; i <= len(sorted); i++ {
+		if i == len(sorted) || sorted[i].Return != sorted[i-1].Return {
+			cuts = append(cuts, i)
+		}
+	}
+	if len(cuts) == 0 {
+		return nil
+	}
+	lo, hi := 0, len(cuts)-1
 	for lo < hi {
 		mid := (lo + hi) / 2
-		if porcupine.CheckOperations(m, sorted[:mid]) {
+		if porcupine.CheckOperations(m, sorted[:cuts[mid]]) {
 			lo = mid + 1
 		} else {
 			hi = mid
 		}
 	}
-	prefix := append([]porcupine.Operation(nil), sorted[:min(lo, len(sorted))]...)
-	sort.Slice(prefix, func(i, j int) bool { return prefix[i].Call < prefix[j].Call })
+	prefix := append([]porcupine.Operation(nil), sorted[:cuts[lo]]...)
+	sort.SliceStable(prefix, func(i, j int) bool { return prefix[i].Call < prefix[j].Call })
 	return prefix
 }
 

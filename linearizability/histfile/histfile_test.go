@@ -49,3 +49,24 @@ func TestReportRoundTrip(t *testing.T) {
 	require.Len(t, ShortestIllegalPrefix(register, ops), 3)
 	require.Equal(t, 5, EnvInt(5, "HISTFILE_TEST_UNSET"))
 }
+
+// The shortest illegal prefix never splits operations that return at the
+// same time (a call's two halves, as the affinity harness records a
+// Dispatch and then its move over one interval): here a read of 2 returns
+// with the write of 2 it follows (recorded first), a legal pair; a cut
+// between them is an illegal prefix of a legal history. The stale read
+// after them is the real failure. (The campaign of 2026-12-05's trimmed
+// affinity history of seed 859763584 ended at such a cut.)
+func TestShortestIllegalPrefixKeepsHalvesTogether(t *testing.T) {
+	ops := []porcupine.Operation{
+		{ClientId: 0, Input: 1, Output: 0, Call: 0, Return: 10},
+		{ClientId: 0, Input: -1, Output: 2, Call: 20, Return: 30},
+		{ClientId: 1, Input: 2, Output: 0, Call: 20, Return: 30},
+		{ClientId: 0, Input: -1, Output: 1, Call: 40, Return: 50}, // stale
+	}
+	require.False(t, porcupine.CheckOperations(register, ops[:2]))
+	require.True(t, porcupine.CheckOperations(register, ops[:3]))
+	prefix := ShortestIllegalPrefix(register, ops)
+	require.Len(t, prefix, 4)
+	require.False(t, porcupine.CheckOperations(register, prefix))
+}
