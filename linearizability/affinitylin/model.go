@@ -315,7 +315,11 @@ type client struct {
 	FW     int8
 	FInst  uint8
 	Fenced bool // the first dispatch's worker instance was fenced since
-	Hint   int8 // soft, quarantined: the quarantined attempt's worker (Eligible narrows to it while dispatchable)
+	// Late: a moved dispatch overlapped by a membership change of its
+	// target (Input.Racy) reserved the session before the target's
+	// restart and read the target's instance after it (see lateFirst).
+	Late bool
+	Hint int8 // soft, quarantined: the quarantined attempt's worker (Eligible narrows to it while dispatchable)
 }
 
 // transient is a lease a Start takes and gives up while it runs (see
@@ -647,6 +651,12 @@ func membershipStep(s State, in Input) result {
 			old := m.Inst
 			s.NextInst[w]++
 			*m = member{Present: true, Ident: ident, Inst: s.NextInst[w]}
+			for c := range s.C {
+				if cl := &s.C[c]; cl.Late && cl.Fly == fFirst && int(cl.FW) == w && cl.FInst == old {
+					// Its instance was read after this restart (lateFirst).
+					cl.FInst, cl.Late = m.Inst, false
+				}
+			}
 			s.fence(w, old)
 		}
 	case OpFail:
@@ -872,7 +882,7 @@ func dispatch(s State, in Input) []result {
 			}
 			rs = append(rs, placeFirst(s, c, t))
 			if in.Racy {
-				rs = append(rs, result{Output{Err: ErrIneligible, View: s.view(c)}, s})
+				rs = append(rs, lateFirst(s, c, t), result{Output{Err: ErrIneligible, View: s.view(c)}, s})
 			}
 			return rs
 		}
@@ -891,7 +901,7 @@ func dispatch(s State, in Input) []result {
 	}
 	rs = append(rs, placeFirst(s, c, t))
 	if in.Racy {
-		rs = append(rs, result{Output{Err: ErrIneligible, View: s.view(c)}, s})
+		rs = append(rs, lateFirst(s, c, t), result{Output{Err: ErrIneligible, View: s.view(c)}, s})
 	}
 	return rs
 }
@@ -900,8 +910,28 @@ func dispatch(s State, in Input) []result {
 // attempt, on t's current instance.
 func placeFirst(s State, c, t int) result {
 	cl := &s.C[c]
-	cl.Fly, cl.FW, cl.FInst, cl.Fenced = fFirst, int8(t), s.M[t].Inst, false
+	cl.Fly, cl.FW, cl.FInst, cl.Fenced, cl.Late = fFirst, int8(t), s.M[t].Inst, false, false
 	return result{Output{Att: AttPlacing, Target: t, View: s.view(c)}, s}
+}
+
+// lateFirst is placeFirst for a moved dispatch that a membership change
+// of its target overlapped (Input.Racy): the layer reserves the session
+// (Turn.place's TryAcquire) and reads the target's instance for
+// BeginDispatch in two steps, so a restarting Join of the target between
+// them sends the attempt to the new instance, which the binding is then
+// on. The contract allows it (row B5: the binding follows the dispatch by
+// a fenced move; row B1 and "Targets and membership": a restart fences
+// what names the old instance, and a placing dispatch reads the
+// membership when it dispatches, not when it reserved the session). The model takes the reservation here and lets the first restart
+// of the target that comes after (in membershipStep) move the attempt to
+// the new instance instead of fencing it; no other change is allowed.
+// (The campaign of 2026-12-05, affinity seed 859763584: a move reserved
+// before the Join of w1's new identity and bound w1's new instance; the
+// model had it on the old one and refused the next Start's hit.)
+func lateFirst(s State, c, t int) result {
+	r := placeFirst(s, c, t)
+	r.next.C[c].Late = true
+	return r
 }
 
 func complete(s State, in Input) []result {
@@ -1007,7 +1037,7 @@ func completeOne(s State, in Input) result {
 			cl.St = tEnded
 		}
 	}
-	cl.FW, cl.FInst, cl.Fenced = -1, 0, false
+	cl.FW, cl.FInst, cl.Fenced, cl.Late = -1, 0, false, false
 	return result{Output{Err: err, View: s.view(c)}, s}
 }
 
@@ -1150,8 +1180,8 @@ func (s State) String() string {
 		if cl.St == tIdle {
 			continue
 		}
-		fmt.Fprintf(&b, "c%d k%d st=%d lease=%v(v%d w%d) fly=%d(w%d#%d fenced=%v)\n", c, cl.Key, cl.St, cl.Lease, cl.LVer, cl.LW,
-			cl.Fly, cl.FW, cl.FInst, cl.Fenced)
+		fmt.Fprintf(&b, "c%d k%d st=%d lease=%v(v%d w%d) fly=%d(w%d#%d fenced=%v late=%v)\n", c, cl.Key, cl.St, cl.Lease, cl.LVer, cl.LW,
+			cl.Fly, cl.FW, cl.FInst, cl.Fenced, cl.Late)
 	}
 	return b.String()
 }
