@@ -1,11 +1,15 @@
 package peers
 
-import (
-	"flag"
-	"testing"
-)
+import "testing"
 
-var bigN = flag.Int("n", 100000, "the large table size")
+// bigN is the large table's size: 100,000, or 20,000 with -short (CI's
+// smoke run).
+func bigN() int {
+	if testing.Short() {
+		return 20000
+	}
+	return 100000
+}
 
 func TestContendersBehave(t *testing.T) {
 	for _, c := range Contenders() {
@@ -35,7 +39,7 @@ func TestCheckCanFail(t *testing.T) {
 }
 
 func BenchmarkPeers(b *testing.B) {
-	for _, w := range Workloads(*bigN) {
+	for _, w := range Workloads(bigN()) {
 		for _, c := range Contenders() {
 			b.Run(w.Name+"/"+c.Name, func(b *testing.B) { w.Run(b, c) })
 		}
