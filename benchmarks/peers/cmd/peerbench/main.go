@@ -8,6 +8,7 @@
 // peers.md, peers.txt (benchstat format) and peers.png under -out.
 //
 //	go run ./cmd/peerbench [-rounds 7] [-short] [-seed N] [-benchtime 200ms] [-out ../results]
+//	go run ./cmd/peerbench -from ../results/peers.txt -seed N   # re-render peers.md and peers.png
 package main
 
 import (
@@ -32,6 +33,7 @@ func main() {
 	benchtime := flag.Duration("benchtime", 200*time.Millisecond, "time per measurement")
 	n := flag.Int("n", 100000, "the large table's size")
 	out := flag.String("out", "../results", "directory for peers.md, peers.txt and peers.png")
+	from := flag.String("from", "", "re-render peers.md and peers.png from this raw output (peers.txt) instead of measuring")
 	flag.Parse()
 	if *short {
 		*rounds, *benchtime, *n = 3, 50*time.Millisecond, 20000
@@ -43,6 +45,10 @@ func main() {
 		panic(err)
 	}
 	start := time.Now()
+	if *from != "" {
+		rerender(*from, *out, *benchtime, *seed, *n)
+		return
+	}
 	ws := peers.Workloads(*n)
 	cs := peers.Contenders()
 	var names []string
@@ -51,7 +57,7 @@ func main() {
 	}
 	rng := rand.New(rand.NewPCG(*seed, 0x9e3779b97f4a7c15))
 	var raw strings.Builder
-	fmt.Fprintf(&raw, "goos: %s\ngoarch: %s\npkg: github.com/placementlab/placement/benchmarks/peers\n", runtime.GOOS, runtime.GOARCH)
+	fmt.Fprintf(&raw, "goos: %s\ngoarch: %s\npkg: github.com/placementlab/placement/benchmarks/peers\nseed: %d\nrounds: %d\n", runtime.GOOS, runtime.GOARCH, *seed, *rounds)
 	fmt.Fprintf(os.Stderr, "peerbench: %d rounds, seed %d, benchtime %v, n %d\n", *rounds, *seed, *benchtime, *n)
 	var samples []sample
 	type pair struct{ w, c int }
@@ -114,8 +120,12 @@ var gaps = [][]string{
 
 func report(samples []sample, ws []peers.Workload, names []string, rounds int, seed uint64, bt time.Duration, n int, took time.Duration) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "## The peers: interleaved rounds\n\nRun %s on %s/%s, %d CPUs, %s: %d rounds, seed %d, benchtime %v, large table %d, took %v.\n\n",
-		time.Now().UTC().Format("2006-01-02 15:04 UTC"), runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), runtime.Version(), rounds, seed, bt, n, took.Round(time.Second))
+	when := fmt.Sprintf("took %v", took.Round(time.Second))
+	if took == 0 {
+		when = "re-rendered from the raw output"
+	}
+	fmt.Fprintf(&b, "## The peers: interleaved rounds\n\nRun %s on %s/%s, %d CPUs, %s: %d rounds, seed %d, benchtime %v, large table %d, %s.\n\n",
+		time.Now().UTC().Format("2006-01-02 15:04 UTC"), runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), runtime.Version(), rounds, seed, bt, n, when)
 	b.WriteString("Each ratio is the contender's figure divided by placement's in the same round; median and spread over the rounds. Memory rows are B/binding (heap after GC, key bytes excluded).\n\n")
 	b.WriteString(tableHeader)
 	for _, w := range ws {
@@ -150,4 +160,24 @@ func report(samples []sample, ws []peers.Workload, names []string, rounds int, s
 		b.WriteString("| " + strings.Join(g, " | ") + " |\n")
 	}
 	return b.String()
+}
+
+// rerender writes peers.md and peers.png again from a raw output.
+func rerender(from, out string, bt time.Duration, seed uint64, n int) {
+	raw, err := os.ReadFile(from)
+	must(err)
+	samples := parseRaw(string(raw))
+	rounds := 0
+	for _, s := range samples {
+		rounds = max(rounds, s.round+1)
+	}
+	var names []string
+	for _, c := range peers.Contenders() {
+		names = append(names, c.Name)
+	}
+	ws := peers.Workloads(n)
+	md := report(samples, ws, names, rounds, seed, bt, n, 0)
+	fmt.Print(md)
+	must(os.WriteFile(filepath.Join(out, "peers.md"), []byte(md), 0o644))
+	must(plotRatios(samples, ws, names, filepath.Join(out, "peers.png")))
 }

@@ -44,6 +44,8 @@ func plotRatios(samples []sample, ws []peers.Workload, names []string, path stri
 		p.Legend.Add(c, sc)
 	}
 	p.Add(plotter.NewGrid())
+	p.Y.Max *= 8 // room above the points for the legend
+	p.Y.Min /= 1.5
 	p.Legend.Top = true
 	p.Legend.Left = true
 	p.NominalX(labels...)

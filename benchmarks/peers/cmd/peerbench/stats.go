@@ -194,3 +194,42 @@ func bestRatios(samples []sample, workload, base string) []float64 {
 	}
 	return out
 }
+
+// parseRaw reads peerbench's raw output: a pair's k-th line is its round k.
+func parseRaw(text string) []sample {
+	seen := map[string]int{}
+	var out []sample
+	for _, line := range strings.Split(text, "\n") {
+		f := strings.Split(line, "\t")
+		if len(f) < 3 || !strings.HasPrefix(f[0], "BenchmarkPeers/") {
+			continue
+		}
+		name := strings.TrimPrefix(f[0], "BenchmarkPeers/")
+		if i := strings.LastIndexByte(name, '-'); i > 0 {
+			name = name[:i]
+		}
+		slash := strings.LastIndexByte(name, '/')
+		if slash < 0 {
+			continue
+		}
+		s := sample{round: seen[name], workload: name[:slash], contender: name[slash+1:]}
+		seen[name]++
+		for _, m := range f[2:] {
+			var v float64
+			var unit string
+			if _, err := fmt.Sscanf(m, "%g %s", &v, &unit); err != nil {
+				continue
+			}
+			switch unit {
+			case "ns/op", "B/binding":
+				s.ns = v
+			case "B/op":
+				s.bytes = int64(v)
+			case "allocs/op":
+				s.allocs = int64(v)
+			}
+		}
+		out = append(out, s)
+	}
+	return out
+}

@@ -94,3 +94,22 @@ func TestBestRatiosAndInverse(t *testing.T) {
 		t.Fatalf("inverse = %v", inv)
 	}
 }
+
+func TestParseRaw(t *testing.T) {
+	raw := "goos: linux\nBenchmarkPeers/Hot/n=1024/placement-2\t100\t40.00 ns/op\t0 B/op\t0 allocs/op\n" +
+		"BenchmarkPeers/Memory/n=100000/otter-2\t1\t119.00 B/binding\n" +
+		"BenchmarkPeers/Hot/n=1024/placement-2\t100\t50.00 ns/op\t8 B/op\t1 allocs/op\n"
+	s := parseRaw(raw)
+	if len(s) != 3 {
+		t.Fatalf("%d samples, want 3", len(s))
+	}
+	if s[0].workload != "Hot/n=1024" || s[0].contender != "placement" || s[0].ns != 40 || s[0].round != 0 {
+		t.Errorf("first: %+v", s[0])
+	}
+	if s[1].workload != "Memory/n=100000" || s[1].contender != "otter" || s[1].ns != 119 {
+		t.Errorf("memory: %+v", s[1])
+	}
+	if s[2].round != 1 || s[2].bytes != 8 || s[2].allocs != 1 {
+		t.Errorf("second round: %+v", s[2])
+	}
+}
