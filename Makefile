@@ -7,7 +7,8 @@
 #                 Porcupine campaign, the fuzz pass and TLC, with a report table
 #   make tlc      re-run TLC (needs TLA2TOOLS_JAR) and record its results as data
 #   make bench    the benchmark tables and targets, every contender in its default
-#                 configuration (FULL=1: 1e6 bindings, medians of 3); make benchstat OLD= NEW=
+#                 configuration (FULL=1: 1e6 bindings, medians of 3), then the peers
+#                 (benchmarks/peers) in interleaved rounds; make benchstat OLD= NEW=
 #   make mutants  the bug zoo: every broken variant must be caught
 #   make fuzz     the fuzz pass (FUZZTIME inputs per target)
 #   make campaign the nightly campaign: every checker in rotation for DURATION (default 5m; 8h
@@ -33,6 +34,7 @@ lint:
 	  if [ -n "$$out" ]; then echo "not gofmt-formatted:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
 	$(GO) run $(STATICCHECK) ./...
+	cd benchmarks/peers && $(GO) vet ./... && $(GO) run $(STATICCHECK) ./...
 
 race:
 	$(GO) test -race -count=1 -timeout 15m -skip '^TestConformance(DetectsDrift)?$$' ./...
@@ -55,8 +57,11 @@ explore-claims:
 	$(GO) test -count=1 -run 'TestConformance$$' -v ./model/claims/ | grep --line-buffered -E '^(\s+---|---|\s+conformance_test|ok|FAIL)'
 
 # Every benchmark once, so a broken one fails CI (figures come from make bench).
+# The peers (benchmarks/peers, a nested module): their tests and every peers
+# benchmark once at the short size.
 bench-smoke:
 	$(GO) test -count=1 -timeout 8m -run '^$$' -bench . -benchtime 1x ./benchmarks/ > /dev/null
+	cd benchmarks/peers && $(GO) test -count=1 -short -timeout 3m -run . -bench . -benchtime 1x ./... > /dev/null
 
 # The bug zoo: every broken variant of impl/placement must be caught.
 mutants:
@@ -101,8 +106,17 @@ tlc:
 # the gonum/plot plots growth.png and scaling.png. Short by default (up to
 # 1e5 bindings, one run); FULL=1 for up to 1e6 bindings, the full model
 # config and the median of 3 runs.
+#
+# Then the peers (benchmarks/peers, a nested module: otter, xsync, the
+# expirable LRU, ristretto) in interleaved rounds (ROUNDS, default 7):
+# each contender's median ratio to placement and its spread, the targets
+# against the bare xsync map; writes benchmarks/results/peers.md,
+# peers.txt and the plot peers.png.
+ROUNDS ?= 7
 bench:
 	$(GO) run ./benchmarks/cmd/benchtable $(if $(FULL),-full -count 3)
+	@echo "plots: benchmarks/results/growth.png benchmarks/results/scaling.png"
+	cd benchmarks/peers && $(GO) run ./cmd/peerbench -rounds $(ROUNDS) -out ../results
 
 # Compare two raw benchmark outputs: make benchstat OLD=a.txt NEW=b.txt
 BENCHSTAT := golang.org/x/perf/cmd/benchstat@v0.0.0-20260908200009-22c9c6c9d4da

@@ -3,11 +3,9 @@ package benchmarks
 import (
 	"flag"
 	"fmt"
-	"math/rand/v2"
 	"runtime"
 	"sort"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -33,27 +31,10 @@ type contender struct {
 	check func(t *testing.T)
 }
 
-func keys(n int) []string {
-	ks := make([]string, n)
-	for i := range ks {
-		ks[i] = "session-" + strconv.Itoa(i)
-	}
-	return ks
-}
+func keys(n int) []string { return Keys(n) }
 
-// requestKeys returns fresh copies of ks for lookups. A router's lookup key
-// arrives in a new request buffer, so it never shares bytes with the key a
-// table stored; looking up with the very strings a baseline stored would let
-// Go's string comparison succeed on pointer equality without reading the
-// stored key, a shortcut no router gets (and the coordinator, which copies
-// keys it stores, never got).
-func requestKeys(ks []string) []string {
-	out := make([]string, len(ks))
-	for i, k := range ks {
-		out[i] = strings.Clone(k)
-	}
-	return out
-}
+// requestKeys: see RequestKeys.
+func requestKeys(ks []string) []string { return RequestKeys(ks) }
 
 func populate[L any](p Placer[L], ks []string) {
 	for i, k := range ks {
@@ -76,16 +57,7 @@ func live[L any](p Placer[L], n int) ([]string, []int32) {
 	return ks, ord
 }
 
-// order is a fixed pseudo-random visiting order (so large tables are not
-// walked in insertion order, which would flatter caches).
-func order(n, m int) []int32 {
-	rng := rand.New(rand.NewPCG(1, 2))
-	out := make([]int32, m)
-	for i := range out {
-		out[i] = int32(rng.IntN(n))
-	}
-	return out
-}
+func order(n, m int) []int32 { return Order(n, m) }
 
 func newContender[L any](name string, variant bool, mk func(n int) Placer[L]) contender {
 	return contender{

@@ -31,6 +31,7 @@ names=() limits=() bgs=()
 # waits for it before its report (the rows keep the steps' order).
 step() { names+=("$1"); limits+=("$2"); bgs+=("${3:-}"); export -f "s_$1"; }
 export GO
+export peer_libs
 
 s_gofmt() {
   local bad
@@ -38,8 +39,25 @@ s_gofmt() {
   [ -z "$bad" ] || { echo "not gofmt-formatted:"; echo "$bad"; return 1; }
   echo "all files formatted"
 }
-s_vet() { "$GO" vet ./... && echo "no findings"; }
-s_staticcheck() { "$GO" run honnef.co/go/tools/cmd/staticcheck@v0.8.2 ./... && echo "no findings"; }
+# benchmarks/peers is a nested module (the libraries a router author would
+# pick instead, kept out of the root module's go.sum): ./... at the root
+# does not enter it, so vet and staticcheck run there too, and vet fails if
+# any of its libraries reaches the root module.
+peer_libs='github.com/(maypok86/otter|puzpuzpuz/xsync|hashicorp/golang-lru|dgraph-io/ristretto)'
+s_peers_isolated() {
+  local found
+  found=$({ "$GO" list -m all; cat go.sum; } | grep -E "$peer_libs")
+  [ -z "$found" ] || { echo "the peers' libraries reached the root module:"; echo "$found"; return 1; }
+}
+export -f s_peers_isolated
+s_vet() {
+  "$GO" vet ./... && (cd benchmarks/peers && "$GO" vet ./...) && s_peers_isolated &&
+    echo "no findings (root and benchmarks/peers; no peer library in the root module)"
+}
+s_staticcheck() {
+  "$GO" run honnef.co/go/tools/cmd/staticcheck@v0.8.2 ./... &&
+    (cd benchmarks/peers && "$GO" run honnef.co/go/tools/cmd/staticcheck@v0.8.2 ./...) && echo "no findings"
+}
 # The models' TestConformance and TestConformanceDetectsDrift run once, in
 # the conformance step, without the race detector: they explore whole
 # state spaces, where it only slows them (65 s of the race step for the
@@ -54,7 +72,12 @@ s_race() { "$GO" test -race -count=1 -timeout 15m -skip '^TestConformance(Detect
 # make verify compares it (conformance_wide).
 s_conformance() { PLACEMENT_SKIP_WIDE=1 "$GO" test -count=1 -timeout 15m -run '^(TestConformance(DetectsDrift)?|TestExploreSameForEveryWorkerCount)$' -skip '^TestExploreSameForEveryWorkerCount$/^(MCTimeouts|MCLiveness|MCBugNoHandOff)\.cfg$' -v ./model/...; }
 s_conformance_wide() { "$GO" test -count=1 -timeout 15m -run '^TestConformance$/^MCWide\.cfg$' -v ./model/; }
-s_bench_smoke() { "$GO" test -count=1 -timeout 8m -run '^$' -bench . -benchtime 1x ./benchmarks/; }
+# The peers: their tests (the behavioural check, the runner's tables) and
+# every peers benchmark once at the short size (-short: 20,000 sessions).
+s_bench_smoke() {
+  "$GO" test -count=1 -timeout 8m -run '^$' -bench . -benchtime 1x ./benchmarks/ &&
+    (cd benchmarks/peers && "$GO" test -count=1 -short -timeout 3m -run . -bench . -benchtime 1x ./...)
+}
 s_bug_zoo() { "$GO" run ./linearizability/cmd/mutants; }
 s_bug_zoo_bounds() { "$GO" run ./linearizability/cmd/mutants -bounds; }
 s_linearizability_campaign() {
@@ -92,7 +115,7 @@ detail() { # name log: one line that says what the step found
     bug_zoo) grep -E '^caught' "$2" ;;
     bug_zoo_bounds) grep -E '^longest plain run' "$2" ;;
     fuzz) grep -cE '^ok' "$2" | sed 's/$/ fuzz targets ran clean/' ;;
-    bench_smoke) echo "every benchmark ran once" ;;
+    bench_smoke) echo "every benchmark ran once (and the peers' tests)" ;;
     tlc) grep -E '^tlc: (SKIPPING|MC)' "$2" | head -1 ;;
     *) tail -1 "$2" ;;
   esac
