@@ -102,7 +102,12 @@ func (e Eligibility) dispatchable(t Target) bool {
 }
 
 // Select returns the candidates the scheduler may choose from (see
-// Eligibility). It does not modify cands.
+// Eligibility). It does not modify cands. When the candidates it keeps
+// are one run of cands (a binding's rank, a worker's ranks side by side,
+// or every candidate), the result is that sub-slice of cands, with its
+// capacity capped at its length (an append to it copies): it allocates
+// nothing then. Treat the result as read-only, or copy it before changing
+// its elements (a change would show in cands).
 func (e Eligibility) Select(cands []Candidate) ([]Candidate, error) {
 	if e.hasPin {
 		out, err := e.exact(e.pin, false, cands)
@@ -127,12 +132,9 @@ func (e Eligibility) Select(cands []Candidate) ([]Candidate, error) {
 		return out, nil
 	}
 	if e.hasAffinity {
-		var narrowed []Candidate
-		for _, c := range cands {
-			if e.affinity.Accepts(c.Target) && !c.Overloaded && (e.dispatchable(c.Target) || mutant("NarrowsToUnavailable")) {
-				narrowed = append(narrowed, c)
-			}
-		}
+		narrowed := keep(cands, func(c Candidate) bool {
+			return e.affinity.Accepts(c.Target) && !c.Overloaded && (e.dispatchable(c.Target) || mutant("NarrowsToUnavailable"))
+		})
 		if len(narrowed) > 0 {
 			return narrowed, nil
 		}
@@ -140,12 +142,7 @@ func (e Eligibility) Select(cands []Candidate) ([]Candidate, error) {
 			return e.exact(e.affinity, true, cands)
 		}
 	}
-	var full []Candidate
-	for _, c := range cands {
-		if e.dispatchable(c.Target) {
-			full = append(full, c)
-		}
-	}
+	full := keep(cands, func(c Candidate) bool { return e.dispatchable(c.Target) })
 	if len(full) == 0 {
 		return nil, ErrNoCandidates
 	}
@@ -185,4 +182,36 @@ func (e Eligibility) exact(t Target, bound bool, cands []Candidate) ([]Candidate
 		return nil, &IneligibleError{Target: t, Bound: bound, Cause: ErrPinnedWorkerOverloaded}
 	}
 	return out, nil
+}
+
+// keep returns the candidates of cands ok accepts, in order: the sub-slice
+// of cands (capacity capped at its length) when they are one run, which
+// allocates nothing (the common case: a binding's candidates, or all of
+// them), a copy otherwise, nil when there are none.
+func keep(cands []Candidate, ok func(Candidate) bool) []Candidate {
+	i := 0
+	for i < len(cands) && !ok(cands[i]) {
+		i++
+	}
+	j := i
+	for j < len(cands) && ok(cands[j]) {
+		j++
+	}
+	if i == j {
+		return nil
+	}
+	k := j
+	for k < len(cands) && !ok(cands[k]) {
+		k++
+	}
+	if k == len(cands) {
+		return cands[i:j:j]
+	}
+	out := append(make([]Candidate, 0, len(cands)-i), cands[i:j]...)
+	for _, c := range cands[k:] {
+		if ok(c) {
+			out = append(out, c)
+		}
+	}
+	return out
 }
