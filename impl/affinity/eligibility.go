@@ -97,8 +97,8 @@ func (e Eligibility) allowed(worker string) bool { return e.allow == nil || e.al
 
 // dispatchable reports whether t may be sent a request at all.
 func (e Eligibility) dispatchable(t Target) bool {
-	m, ok := e.members[t.Worker]
-	return ok && e.up(t.Worker) && m.serves(t) && e.allowed(t.Worker)
+	m, ok := e.members[t.Worker] // one lookup: up's, inlined
+	return ok && !m.failed && (e.available == nil || e.available(t.Worker)) && m.serves(t) && e.allowed(t.Worker)
 }
 
 // Select returns the candidates the scheduler may choose from (see
@@ -189,29 +189,31 @@ func (e Eligibility) exact(t Target, bound bool, cands []Candidate) ([]Candidate
 // allocates nothing (the common case: a binding's candidates, or all of
 // them), a copy otherwise, nil when there are none.
 func keep(cands []Candidate, ok func(Candidate) bool) []Candidate {
-	i := 0
-	for i < len(cands) && !ok(cands[i]) {
-		i++
-	}
-	j := i
-	for j < len(cands) && ok(cands[j]) {
-		j++
-	}
-	if i == j {
-		return nil
-	}
-	k := j
-	for k < len(cands) && !ok(cands[k]) {
-		k++
-	}
-	if k == len(cands) {
-		return cands[i:j:j]
-	}
-	out := append(make([]Candidate, 0, len(cands)-i), cands[i:j]...)
-	for _, c := range cands[k:] {
-		if ok(c) {
+	// Each candidate is judged once: [i, j) is the first run; out, once
+	// a second run shows, the copy.
+	i, j := -1, -1
+	var out []Candidate
+	for x, c := range cands {
+		if !ok(c) {
+			continue
+		}
+		switch {
+		case out != nil:
+			out = append(out, c)
+		case i < 0:
+			i, j = x, x+1
+		case x == j:
+			j++
+		default:
+			out = append(make([]Candidate, 0, len(cands)-i), cands[i:j]...)
 			out = append(out, c)
 		}
 	}
-	return out
+	switch {
+	case out != nil:
+		return out
+	case i < 0:
+		return nil
+	}
+	return cands[i:j:j]
 }
