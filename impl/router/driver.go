@@ -488,8 +488,9 @@ func contains(ws []string, w string) bool {
 }
 
 // candidates returns the phase's candidates (see Config.Candidates). The
-// default ones carry InFlight and Overloaded; their Bound is filled by
-// withBound, only when the pipeline runs (a hit needs no session counts).
+// default ones carry Overloaded (and, with MaxInFlight, InFlight); their
+// Bound, and otherwise their InFlight, are filled by withBound, only when
+// the pipeline runs (a hit needs no loads).
 func (d *Driver) candidates(sc *scratch, p affinity.Phase) []picker.Candidate {
 	if d.cfg.Candidates != nil {
 		sc.all = append(sc.all[:0], d.cfg.Candidates(p)...)
@@ -498,8 +499,14 @@ func (d *Driver) candidates(sc *scratch, p affinity.Phase) []picker.Candidate {
 	sc.ts = d.cfg.Layer.AppendTargets(sc.ts[:0])
 	out := sc.all[:0]
 	for _, t := range sc.ts {
-		n := d.InFlight(t)
-		out = append(out, picker.Candidate{Target: t, InFlight: n, Overloaded: d.cfg.MaxInFlight > 0 && n >= d.cfg.MaxInFlight})
+		c := picker.Candidate{Target: t}
+		if d.cfg.MaxInFlight > 0 {
+			// Overloaded needs the count now; otherwise withBound reads
+			// it, only when the pipeline runs (a hit needs no loads).
+			c.InFlight = d.InFlight(t)
+			c.Overloaded = c.InFlight >= d.cfg.MaxInFlight
+		}
+		out = append(out, c)
 	}
 	sc.all = out
 	return out
@@ -540,13 +547,17 @@ func isIneligible(err error) bool {
 	return errors.As(err, &ie)
 }
 
-// withBound fills the default candidates' Bound from the layer.
+// withBound fills the default candidates' Bound from the layer, and
+// their InFlight when candidates left it (MaxInFlight zero).
 func (d *Driver) withBound(p affinity.Phase, cs []picker.Candidate) {
 	if d.cfg.Candidates != nil {
 		return
 	}
 	for i := range cs {
 		cs[i].Bound = d.cfg.Layer.Bound(p, cs[i].Target)
+		if d.cfg.MaxInFlight == 0 {
+			cs[i].InFlight = d.InFlight(cs[i].Target)
+		}
 	}
 }
 
