@@ -102,7 +102,7 @@ func (t *Turn) Dispatch(target Target) (*Attempt, error) {
 	case turnBound:
 		b := t.lease.Target().target()
 		if b.Accepts(target) {
-			return t.fly(&Attempt{t: t, target: target, kind: attemptHit}), nil
+			return t.fly(Attempt{t: t, target: target, kind: attemptHit}), nil
 		}
 		if l.cfg.Mode == ModeHard && !(mutant("HardPinFollows") && t.req.HasPin) {
 			l.stats.errors.Add(1)
@@ -118,7 +118,7 @@ func (t *Turn) Dispatch(target Target) (*Attempt, error) {
 		t.acq.Done()
 		if !t.moved(MoveFollow) {
 			t.unpinned(CauseMovesExhausted)
-			return t.fly(&Attempt{t: t, target: target, kind: attemptUnpinned}), nil
+			return t.fly(Attempt{t: t, target: target, kind: attemptUnpinned}), nil
 		}
 		t.st = turnMoving
 		return t.place(target)
@@ -128,11 +128,22 @@ func (t *Turn) Dispatch(target Target) (*Attempt, error) {
 		if t.remember {
 			l.door[t.req.Phase].remember(t.req.Session, target)
 		}
-		return t.fly(&Attempt{t: t, target: target, kind: attemptUnpinned}), nil
+		return t.fly(Attempt{t: t, target: target, kind: attemptUnpinned}), nil
 	}
 }
 
-func (t *Turn) fly(a *Attempt) *Attempt { t.flying = a; return a }
+// fly records a as the attempt in flight and returns it: in the turn's
+// own storage for its first attempt, allocated for a later one.
+func (t *Turn) fly(a Attempt) *Attempt {
+	p := &t.first
+	if t.firstUsed {
+		p = new(Attempt)
+	}
+	t.firstUsed = true
+	*p = a
+	t.flying = p
+	return p
+}
 
 // dispatchable checks that target's worker is a member, up, and serves it.
 func (l *Layer) dispatchable(target Target) error {
@@ -158,7 +169,7 @@ func (t *Turn) place(target Target) (*Attempt, error) {
 			if a.Lease.Target().target().Accepts(target) && l.mem.load()[target.Worker] != nil &&
 				l.mem.load()[target.Worker].instance == a.Lease.Target().instance {
 				t.acq, t.lease, t.st = a, a.Lease, turnBound
-				return t.fly(&Attempt{t: t, target: target, kind: attemptHit}), nil
+				return t.fly(Attempt{t: t, target: target, kind: attemptHit}), nil
 			}
 			a.Done()
 			t.unpinned(CauseMoveLost)
@@ -174,7 +185,7 @@ func (t *Turn) place(target Target) (*Attempt, error) {
 			t.unpinned(CauseMoveLost)
 		}
 		if t.st == turnUnpinned {
-			return t.fly(&Attempt{t: t, target: target, kind: attemptUnpinned}), nil
+			return t.fly(Attempt{t: t, target: target, kind: attemptUnpinned}), nil
 		}
 	}
 	r := t.acq.Reservation
@@ -195,7 +206,7 @@ func (t *Turn) place(target Target) (*Attempt, error) {
 		case errors.Is(err, placement.ErrReservationLost):
 			t.acq.Done()
 			t.unpinned(CauseReservationLost)
-			return t.fly(&Attempt{t: t, target: target, kind: attemptUnpinned}), nil
+			return t.fly(Attempt{t: t, target: target, kind: attemptUnpinned}), nil
 		case err != nil:
 			return nil, err
 		}
@@ -206,7 +217,7 @@ func (t *Turn) place(target Target) (*Attempt, error) {
 			l.stats.errors.Add(1)
 			return nil, &IneligibleError{Target: target, Cause: ErrPinnedWorkerGone}
 		}
-		return t.fly(&Attempt{t: t, target: target, kind: attemptFirst, d: d}), nil
+		return t.fly(Attempt{t: t, target: target, kind: attemptFirst, d: d}), nil
 	}
 }
 

@@ -2355,6 +2355,28 @@ func TestStats_Counters(t *testing.T) {
 // ---------------------------------------------------------------------------
 // Documented Turn behaviour beyond the table
 
+// The first Attempt lives in its Turn (the package's allocations
+// section): after a refusal and a second Dispatch, the first *Attempt is
+// still a stale one (ErrTurnEnded), never an alias of the one in flight.
+func TestTurn_StaleFirstAttempt(t *testing.T) {
+	eachBackend(t, func(t *testing.T) {
+		eachMode(t, boundModes, func(t *testing.T, m affinity.Mode) {
+			e := newEnv(t, m)
+			tr := e.start(e.req("s"))
+			defer tr.Done()
+			a1, err := tr.Dispatch(wa)
+			require.NoError(t, err)
+			require.ErrorIs(t, a1.Complete(placement.DefinitelyNotAccepted), placement.ErrNotAccepted)
+			a2, err := tr.Dispatch(wb)
+			require.NoError(t, err)
+			require.NotSame(t, a1, a2)
+			require.ErrorIs(t, a1.Complete(placement.Accepted), affinity.ErrTurnEnded)
+			require.Equal(t, wb, a2.Target())
+			require.NoError(t, a2.Complete(placement.Accepted))
+		})
+	})
+}
+
 // Dispatch's doc: "after Accepted or an unknown outcome it may not
 // (ErrTurnEnded)".
 func TestTurn_NoDispatchAfterAccepted(t *testing.T) {

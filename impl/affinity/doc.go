@@ -242,4 +242,23 @@
 //
 // Config.Clock, a *placement.ManualClock, passes through to the core, so a
 // simulation host drives the whole layer on its own time.
+//
+// # The request path's allocations
+//
+// None of the following changes a protocol step (the core's actions and
+// their order are the same; nothing in spec/tla moves); they only change
+// where a request's small objects live:
+//
+//   - Turn.Eligible's result is a sub-slice of the caller's candidates
+//     (its capacity capped at its length) when the eligible ones are one
+//     run of them, as a binding's candidates are: treat it as read-only
+//     (Eligibility.Select).
+//   - A Turn's first Attempt lives in the Turn; an Attempt after a refusal
+//     is allocated apart, so a stale *Attempt never aliases the one in
+//     flight and its Complete stays ErrTurnEnded.
+//   - Headers made canonical by New look a request's header map up once
+//     per name (no second, canonicalizing lookup).
+//
+// A later turn then allocates its Key (RequestFromHeader: the string the
+// core's table is keyed by) and its Turn (Start).
 package affinity

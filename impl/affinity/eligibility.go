@@ -97,12 +97,17 @@ func (e Eligibility) allowed(worker string) bool { return e.allow == nil || e.al
 
 // dispatchable reports whether t may be sent a request at all.
 func (e Eligibility) dispatchable(t Target) bool {
-	m, ok := e.members[t.Worker]
-	return ok && e.up(t.Worker) && m.serves(t) && e.allowed(t.Worker)
+	m, ok := e.members[t.Worker] // one lookup: up's, inlined
+	return ok && !m.failed && (e.available == nil || e.available(t.Worker)) && m.serves(t) && e.allowed(t.Worker)
 }
 
 // Select returns the candidates the scheduler may choose from (see
-// Eligibility). It does not modify cands.
+// Eligibility). It does not modify cands. When the candidates it keeps
+// are one run of cands (a binding's rank, a worker's ranks side by side,
+// or every candidate), the result is that sub-slice of cands, with its
+// capacity capped at its length (an append to it copies): it allocates
+// nothing then. Treat the result as read-only, or copy it before changing
+// its elements (a change would show in cands).
 func (e Eligibility) Select(cands []Candidate) ([]Candidate, error) {
 	if e.hasPin {
 		out, err := e.exact(e.pin, false, cands)
@@ -127,12 +132,9 @@ func (e Eligibility) Select(cands []Candidate) ([]Candidate, error) {
 		return out, nil
 	}
 	if e.hasAffinity {
-		var narrowed []Candidate
-		for _, c := range cands {
-			if e.affinity.Accepts(c.Target) && !c.Overloaded && (e.dispatchable(c.Target) || mutant("NarrowsToUnavailable")) {
-				narrowed = append(narrowed, c)
-			}
-		}
+		narrowed := keep(cands, func(c Candidate) bool {
+			return e.affinity.Accepts(c.Target) && !c.Overloaded && (e.dispatchable(c.Target) || mutant("NarrowsToUnavailable"))
+		})
 		if len(narrowed) > 0 {
 			return narrowed, nil
 		}
@@ -140,12 +142,7 @@ func (e Eligibility) Select(cands []Candidate) ([]Candidate, error) {
 			return e.exact(e.affinity, true, cands)
 		}
 	}
-	var full []Candidate
-	for _, c := range cands {
-		if e.dispatchable(c.Target) {
-			full = append(full, c)
-		}
-	}
+	full := keep(cands, func(c Candidate) bool { return e.dispatchable(c.Target) })
 	if len(full) == 0 {
 		return nil, ErrNoCandidates
 	}
@@ -185,4 +182,38 @@ func (e Eligibility) exact(t Target, bound bool, cands []Candidate) ([]Candidate
 		return nil, &IneligibleError{Target: t, Bound: bound, Cause: ErrPinnedWorkerOverloaded}
 	}
 	return out, nil
+}
+
+// keep returns the candidates of cands ok accepts, in order: the sub-slice
+// of cands (capacity capped at its length) when they are one run, which
+// allocates nothing (the common case: a binding's candidates, or all of
+// them), a copy otherwise, nil when there are none.
+func keep(cands []Candidate, ok func(Candidate) bool) []Candidate {
+	// Each candidate is judged once: [i, j) is the first run; out, once
+	// a second run shows, the copy.
+	i, j := -1, -1
+	var out []Candidate
+	for x, c := range cands {
+		if !ok(c) {
+			continue
+		}
+		switch {
+		case out != nil:
+			out = append(out, c)
+		case i < 0:
+			i, j = x, x+1
+		case x == j:
+			j++
+		default:
+			out = append(make([]Candidate, 0, len(cands)-i), cands[i:j]...)
+			out = append(out, c)
+		}
+	}
+	switch {
+	case out != nil:
+		return out
+	case i < 0:
+		return nil
+	}
+	return cands[i:j:j]
 }

@@ -435,7 +435,18 @@ func (l *Layer) Workers() []WorkerInfo {
 // candidates before its own load signals; it reads the membership's
 // snapshot (the list is computed once per membership change) and returns
 // a copy the caller may change.
-func (l *Layer) Targets() []Target {
+func (l *Layer) Targets() []Target { return l.AppendTargets(nil) }
+
+// AppendTargets appends Targets' list to dst and returns the extended
+// slice: with a dst of enough capacity (a buffer a router reuses across
+// requests) it allocates nothing.
+func (l *Layer) AppendTargets(dst []Target) []Target {
+	return append(dst, l.targetList().ts...)
+}
+
+// targetList returns Targets' list for the membership's current snapshot,
+// computing it once per membership change.
+func (l *Layer) targetList() *targetList {
 	snap := l.mem.snap.Load()
 	c := l.targets.Load()
 	if c == nil || c.snap != snap {
@@ -457,7 +468,7 @@ func (l *Layer) Targets() []Target {
 		})
 		l.targets.Store(c)
 	}
-	return append([]Target(nil), c.ts...)
+	return c
 }
 
 // targetList is Targets' list for one membership snapshot.

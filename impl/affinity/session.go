@@ -118,6 +118,11 @@ type Headers struct {
 	// Final marks the session's final request: its value is "1" or "true"
 	// (any case); other values, or no header, mean not final.
 	Final []string
+
+	// canon: every name above is canonical (canonical made hs), so a
+	// lookup of h by name is the whole lookup: h.Values would
+	// canonicalize an already canonical name to read the same entry.
+	canon bool
 }
 
 // DefaultHeaders: the canonical X-Session-ID, then the headers agent clients
@@ -133,7 +138,7 @@ var DefaultHeaders = Headers{
 // canonical returns hs with every name in the canonical form http.Header
 // keys have, so SessionID indexes the map without converting a name.
 func (hs Headers) canonical() Headers {
-	out := Headers{Session: textproto.CanonicalMIMEHeaderKey(hs.Session)}
+	out := Headers{Session: textproto.CanonicalMIMEHeaderKey(hs.Session), canon: true}
 	for _, n := range hs.Alternates {
 		if n = textproto.CanonicalMIMEHeaderKey(n); n != out.Session {
 			out.Alternates = append(out.Alternates, n)
@@ -157,7 +162,7 @@ func (hs Headers) SessionID(h http.Header) (id string, final, found bool, err er
 			name = hs.Alternates[i]
 		}
 		vs := h[name]
-		if len(vs) == 0 {
+		if len(vs) == 0 && !hs.canon {
 			vs = h.Values(name) // a name given in another case than canonical
 		}
 		switch {
@@ -170,7 +175,7 @@ func (hs Headers) SessionID(h http.Header) (id string, final, found bool, err er
 	}
 	for _, name := range hs.Final {
 		vs := h[name]
-		if len(vs) == 0 {
+		if len(vs) == 0 && !hs.canon {
 			vs = h.Values(name)
 		}
 		if len(vs) > 0 && (vs[0] == "1" || equalFold(vs[0], "true")) {

@@ -126,6 +126,13 @@ type Turn struct {
 	remember bool // an unseen session's first turn: the doorkeeper records its target
 	flying  *Attempt
 	outcome placement.Outcome // of the last attempt on a hit
+	// first is the storage of the turn's first Attempt (the common case:
+	// one dispatch per request), so that Dispatch allocates nothing; a
+	// later attempt, after a refusal, is allocated apart, so an old
+	// *Attempt never aliases the one in flight (its Complete stays
+	// ErrTurnEnded).
+	first     Attempt
+	firstUsed bool
 
 	// Over replicas (Config.Replicas): the replica's turn, and the
 	// session's binding it holds or read (turnBound, turnMoving).
@@ -233,7 +240,13 @@ func (t *Turn) acquire(ctx context.Context) error {
 			l.stats.waits.Add(1)
 			a, err = t.c.Acquire(ctx, key)
 		}
-		var amb *placement.AmbiguousError[slot]
+		// amb is declared where the error paths need it: errors.As takes
+		// its address, which moves it to the heap, and the hit path must
+		// not pay that allocation.
+		amb := (*placement.AmbiguousError[slot])(nil)
+		if err != nil {
+			amb = asAmbiguous(err)
+		}
 		switch {
 		case err == nil && a.Hit():
 			if testAfterHit != nil {
@@ -284,7 +297,7 @@ func (t *Turn) acquire(ctx context.Context) error {
 		case err == nil:
 			t.reserved(a)
 			return nil
-		case errors.As(err, &amb) && l.gone(amb.Target) && !mutant("KeepsGoneQuarantine"):
+		case amb != nil && l.gone(amb.Target) && !mutant("KeepsGoneQuarantine"):
 			// The quarantined attempt's worker left or restarted: its
 			// Leave or Join has published the membership and not yet
 			// bumped the core. The quarantine is over for every request
@@ -292,7 +305,7 @@ func (t *Turn) acquire(ctx context.Context) error {
 			// bump the Leave or Join makes is then a no-op for it).
 			t.c.BumpGeneration(amb.Target)
 			continue
-		case errors.As(err, &amb):
+		case amb != nil:
 			if l.cfg.Mode == ModeHard {
 				l.stats.errors.Add(1)
 				return quarantined(amb, t.c.Now())
@@ -321,6 +334,17 @@ func (t *Turn) acquire(ctx context.Context) error {
 			return err
 		}
 	}
+}
+
+// asAmbiguous returns the core's quarantine error err carries, or nil. It
+// is apart from acquire so that the variable errors.As needs is allocated
+// only on an error path.
+func asAmbiguous(err error) *placement.AmbiguousError[slot] {
+	var amb *placement.AmbiguousError[slot]
+	if errors.As(err, &amb) {
+		return amb
+	}
+	return nil
 }
 
 // testAfterHit, set only by tests, runs in Start between the hit that

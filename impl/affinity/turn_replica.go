@@ -196,9 +196,9 @@ func (t *Turn) dispatchReplica(target Target) (*Attempt, error) {
 				if err := t.recheck(target, m); err != nil {
 					return nil, err
 				}
-				return t.fly(&Attempt{t: t, target: target, kind: attemptFirst}), nil
+				return t.fly(Attempt{t: t, target: target, kind: attemptFirst}), nil
 			}
-			return t.fly(&Attempt{t: t, target: target, kind: attemptHit}), nil
+			return t.fly(Attempt{t: t, target: target, kind: attemptHit}), nil
 		}
 		if l.cfg.Mode == ModeHard && !(mutant("HardPinFollows") && t.req.HasPin) {
 			l.stats.errors.Add(1)
@@ -214,7 +214,7 @@ func (t *Turn) dispatchReplica(target Target) (*Attempt, error) {
 		if !t.moved(MoveFollow) {
 			t.endReplica()
 			t.unpinned(CauseMovesExhausted)
-			return t.fly(&Attempt{t: t, target: target, kind: attemptUnpinned}), nil
+			return t.fly(Attempt{t: t, target: target, kind: attemptUnpinned}), nil
 		}
 		t.st = turnMoving
 		return t.placeReplica(target)
@@ -224,7 +224,7 @@ func (t *Turn) dispatchReplica(target Target) (*Attempt, error) {
 		if t.remember {
 			l.door[t.req.Phase].remember(t.req.Session, target)
 		}
-		return t.fly(&Attempt{t: t, target: target, kind: attemptUnpinned}), nil
+		return t.fly(Attempt{t: t, target: target, kind: attemptUnpinned}), nil
 	}
 }
 
@@ -242,7 +242,7 @@ func (t *Turn) placeReplica(target Target) (*Attempt, error) {
 		if t.rt == nil {
 			t.hasPending = false
 			t.unpinned(CauseMoveLost)
-			return t.fly(&Attempt{t: t, target: target, kind: attemptUnpinned}), nil
+			return t.fly(Attempt{t: t, target: target, kind: attemptUnpinned}), nil
 		}
 	}
 	m := t.l.mem.load()[target.Worker]
@@ -264,7 +264,7 @@ func (t *Turn) placeReplica(target Target) (*Attempt, error) {
 		t.hasPending = false
 	}
 	t.st = turnReserved
-	return t.fly(&Attempt{t: t, target: target, kind: attemptFirst}), nil
+	return t.fly(Attempt{t: t, target: target, kind: attemptFirst}), nil
 }
 
 // replicaLost handles a replica Dispatch that did not begin: a move
@@ -294,13 +294,13 @@ func (t *Turn) replicaLost(target Target, err error) (*Attempt, error) {
 				// core's path places a session it reserves after a move.
 				if err := t.rt.Dispatch(toClaims(target)); err == nil {
 					t.reservedReplica()
-					return t.fly(&Attempt{t: t, target: target, kind: attemptFirst}), nil
+					return t.fly(Attempt{t: t, target: target, kind: attemptFirst}), nil
 				}
 				t.endReplica()
 			}
 		}
 		t.unpinned(CauseMoveLost)
-		return t.fly(&Attempt{t: t, target: target, kind: attemptUnpinned}), nil
+		return t.fly(Attempt{t: t, target: target, kind: attemptUnpinned}), nil
 	case errors.Is(err, placement.ErrClosed):
 		t.endReplica()
 		t.st = turnEnded
@@ -401,7 +401,7 @@ func (t *Turn) rejoin(target Target) *Attempt {
 	if !rt.Hit() {
 		kind = attemptFirst
 	}
-	return t.fly(&Attempt{t: t, target: target, kind: kind})
+	return t.fly(Attempt{t: t, target: target, kind: kind})
 }
 
 // replicaQuarantinedError is the layer's error for a replica's

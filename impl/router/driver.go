@@ -331,8 +331,13 @@ func (d *Driver) do(ctx context.Context, req affinity.Request, preq *picker.Requ
 	if send == nil {
 		return res, fmt.Errorf("%w: nil Send", placement.ErrInvalidArgument)
 	}
+	// sc: the request's reused buffers (and its default picker.Request),
+	// so that a hit allocates none of them.
+	sc := scratchPool.Get().(*scratch)
+	defer sc.put()
 	if preq == nil {
-		preq = &picker.Request{Key: req.Session}
+		sc.preq = picker.Request{Key: req.Session}
+		preq = &sc.preq
 	}
 	turn, err := d.cfg.Layer.Start(ctx, req)
 	if err != nil {
@@ -341,7 +346,7 @@ func (d *Driver) do(ctx context.Context, req affinity.Request, preq *picker.Requ
 	defer turn.Done()
 	var excluded []string // workers this request may no longer go to
 	for tries := 1; ; tries++ {
-		target, err := d.choose(turn, req.Phase, preq, excluded)
+		target, err := d.choose(sc, turn, req.Phase, preq, excluded)
 		if err != nil {
 			if len(res.Refused) > 0 {
 				return res, &RefusedError{Refused: res.Refused, Err: res.SendErr}
@@ -349,9 +354,8 @@ func (d *Driver) do(ctx context.Context, req affinity.Request, preq *picker.Requ
 			return res, err
 		}
 		a, err := turn.Dispatch(target)
-		var ie *affinity.IneligibleError
 		switch {
-		case errors.As(err, &ie) && errors.Is(err, affinity.ErrPinnedWorkerGone) && tries < d.cfg.MaxAttempts:
+		case err != nil && isIneligible(err) && errors.Is(err, affinity.ErrPinnedWorkerGone) && tries < d.cfg.MaxAttempts:
 			excluded = append(excluded, target.Worker) // it failed or left since Eligible
 			continue
 		case err != nil:
@@ -393,8 +397,15 @@ func (d *Driver) do(ctx context.Context, req affinity.Request, preq *picker.Requ
 func (d *Driver) attempt(ctx context.Context, a *affinity.Attempt, res *Result, preq *picker.Request, send Send) (bool, error) {
 	n := d.counter(a.Target())
 	n.Add(1)
-	var once sync.Once
-	release := func() { once.Do(func() { n.Add(-1) }) }
+	// The attempt runs on this goroutine: a flag, not a sync.Once (whose
+	// closure would be allocated per attempt), makes the release once.
+	released := false
+	release := func() {
+		if !released {
+			released = true
+			n.Add(-1)
+		}
+	}
 	defer release()
 
 	actx, cancel := a.Context(ctx)
@@ -424,8 +435,8 @@ func (d *Driver) attempt(ctx context.Context, a *affinity.Attempt, res *Result, 
 
 // choose returns the target of the request's next attempt: the one
 // eligible candidate left, or the pipeline's pick among several.
-func (d *Driver) choose(turn *affinity.Turn, p affinity.Phase, preq *picker.Request, excluded []string) (affinity.Target, error) {
-	all := d.candidates(p)
+func (d *Driver) choose(sc *scratch, turn *affinity.Turn, p affinity.Phase, preq *picker.Request, excluded []string) (affinity.Target, error) {
+	all := d.candidates(sc, p)
 	if len(excluded) > 0 {
 		kept := all[:0]
 		for _, c := range all {
@@ -435,10 +446,11 @@ func (d *Driver) choose(turn *affinity.Turn, p affinity.Phase, preq *picker.Requ
 		}
 		all = kept
 	}
-	acs := make([]affinity.Candidate, len(all))
-	for i, c := range all {
-		acs[i] = affinity.Candidate{Target: c.Target, Overloaded: c.Overloaded}
+	acs := sc.acs[:0]
+	for _, c := range all {
+		acs = append(acs, affinity.Candidate{Target: c.Target, Overloaded: c.Overloaded})
 	}
+	sc.acs = acs
 	el, err := turn.Eligible(acs, d.cfg.Allow)
 	if err != nil {
 		return affinity.Target{}, err
@@ -476,28 +488,76 @@ func contains(ws []string, w string) bool {
 }
 
 // candidates returns the phase's candidates (see Config.Candidates). The
-// default ones carry InFlight and Overloaded; their Bound is filled by
-// withBound, only when the pipeline runs (a hit needs no session counts).
-func (d *Driver) candidates(p affinity.Phase) []picker.Candidate {
+// default ones carry Overloaded (and, with MaxInFlight, InFlight); their
+// Bound, and otherwise their InFlight, are filled by withBound, only when
+// the pipeline runs (a hit needs no loads).
+func (d *Driver) candidates(sc *scratch, p affinity.Phase) []picker.Candidate {
 	if d.cfg.Candidates != nil {
-		return append([]picker.Candidate(nil), d.cfg.Candidates(p)...)
+		sc.all = append(sc.all[:0], d.cfg.Candidates(p)...)
+		return sc.all
 	}
-	ts := d.cfg.Layer.Targets()
-	out := make([]picker.Candidate, len(ts))
-	for i, t := range ts {
-		n := d.InFlight(t)
-		out[i] = picker.Candidate{Target: t, InFlight: n, Overloaded: d.cfg.MaxInFlight > 0 && n >= d.cfg.MaxInFlight}
+	sc.ts = d.cfg.Layer.AppendTargets(sc.ts[:0])
+	out := sc.all[:0]
+	for _, t := range sc.ts {
+		c := picker.Candidate{Target: t}
+		if d.cfg.MaxInFlight > 0 {
+			// Overloaded needs the count now; otherwise withBound reads
+			// it, only when the pipeline runs (a hit needs no loads).
+			c.InFlight = d.InFlight(t)
+			c.Overloaded = c.InFlight >= d.cfg.MaxInFlight
+		}
+		out = append(out, c)
 	}
+	sc.all = out
 	return out
 }
 
-// withBound fills the default candidates' Bound from the layer.
+// scratch is one request's reused buffers: the targets, the candidates
+// with their loads, the layer's candidates, and the default
+// picker.Request. Do takes one from scratchPool and puts it back when the
+// request ends; nothing of it outlives Do (Result holds none of it).
+type scratch struct {
+	ts   []affinity.Target
+	all  []picker.Candidate
+	acs  []affinity.Candidate
+	preq picker.Request
+}
+
+var scratchPool = sync.Pool{New: func() any { return new(scratch) }}
+
+// maxScratch bounds the buffers kept in the pool: a membership of
+// thousands of targets does not pin its lists in every pooled scratch.
+const maxScratch = 1024
+
+// put returns sc to the pool, dropping what refers to the request.
+func (sc *scratch) put() {
+	if cap(sc.ts) > maxScratch || cap(sc.all) > maxScratch || cap(sc.acs) > maxScratch {
+		return
+	}
+	sc.preq = picker.Request{}
+	clear(sc.all)
+	scratchPool.Put(sc)
+}
+
+// isIneligible reports whether err is an *affinity.IneligibleError (apart
+// from do, so that the variable errors.As needs is allocated only when an
+// error came).
+func isIneligible(err error) bool {
+	var ie *affinity.IneligibleError
+	return errors.As(err, &ie)
+}
+
+// withBound fills the default candidates' Bound from the layer, and
+// their InFlight when candidates left it (MaxInFlight zero).
 func (d *Driver) withBound(p affinity.Phase, cs []picker.Candidate) {
 	if d.cfg.Candidates != nil {
 		return
 	}
 	for i := range cs {
 		cs[i].Bound = d.cfg.Layer.Bound(p, cs[i].Target)
+		if d.cfg.MaxInFlight == 0 {
+			cs[i].InFlight = d.InFlight(cs[i].Target)
+		}
 	}
 }
 
