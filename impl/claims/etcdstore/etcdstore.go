@@ -46,7 +46,11 @@
 // Costs in round trips: CreateOrGet of a current claim 1 (one read of the
 // claim and the workers' generations), of a new one 3 (and a Revoke when
 // it loses the race); Get, Hold, Register, Deregister, Members 1; Touch,
-// Unhold, ReplicaID 2; Close, Quarantine, Resolve 2, plus a KeepAliveOnce
+// Unhold, ReplicaID 2; Close 1 when this store's Hold read the claim at
+// the revision the Close is fenced by (a Hold's transaction reads the
+// claim it fenced on: the value etcd keeps at that ModRevision, so the
+// Close writes from it without a read of its own), 2 otherwise;
+// Quarantine, Resolve 2; each plus a KeepAliveOnce
 // when they rewrite the claim (a write restarts its idle expiry; when that
 // keepalive finds etcd unreachable, the write stands and the store is
 // marked down); Move 3 (a read of the claim and the target's
