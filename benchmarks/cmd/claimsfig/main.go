@@ -105,6 +105,7 @@ type results struct {
 	first  []*latencies
 	cached *cachedResult
 	rates  []*rateResult
+	raws   []*rawResult // etcd's own transaction rate, each beside the claims row of the same in flight, then saturated
 	agree  []*agreeResult
 }
 
@@ -140,6 +141,13 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	}
 	done()
 	for n := 1; n <= o.replicas; n++ {
+		done = step(fmt.Sprintf("etcd's own transactions, %d clients", n))
+		raw, err := measureRaw(ctx, one, fmt.Sprintf("raw-%d/", n), n, o.inFlight, o.rateFor)
+		if err != nil {
+			return err
+		}
+		res.raws = append(res.raws, raw)
+		done()
 		done = step(fmt.Sprintf("claims/s, %d replicas on etcd", n))
 		r, err := measureRate(ctx, etcdOpener(one, fmt.Sprintf("rate-%d/", n)), "etcd", n, o.inFlight, o.rateFor)
 		if err != nil {
@@ -148,6 +156,13 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		res.rates = append(res.rates, r)
 		done()
 	}
+	done = step("etcd's own transactions, saturated")
+	raw, err := measureRaw(ctx, one, "raw-max/", o.replicas, 4*o.inFlight, o.rateFor)
+	if err != nil {
+		return err
+	}
+	res.raws = append(res.raws, raw)
+	done()
 	done = step(fmt.Sprintf("claims/s, %d replicas on memstore", o.replicas))
 	r, err := measureRate(ctx, memOpener(), "memstore", o.replicas, o.inFlight, o.rateFor)
 	if err != nil {

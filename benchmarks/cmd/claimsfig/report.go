@@ -213,6 +213,35 @@ func report(r *results) string {
 			x.perSecond(), rel, ms(s.p50), ms(s.p99), cpuPer, busy)
 	}
 
+	b.WriteString("\n## The store's own limit (one member)\n\n")
+	fmt.Fprintf(&b, "etcd's own transaction rate on the same member, measured with etcd's client just before each claims row at the same "+
+		"clients and in flight, then saturated: each transaction is a claim's write at its cheapest (a put fenced by a compare on the "+
+		"key's ModRevision, no lease, no read). A claim made and ended writes %d times (the lease's Grant, the fenced create, the "+
+		"Hold, the Close; etcdstore's costs), and reads once more (the create's read of the claim and the workers; a Close after "+
+		"this store's own Hold reads nothing). The share is claims/s × %d ÷ the raw rate: how much of what the store can write the "+
+		"claims use.\n\n", writesPerClaim, writesPerClaim)
+	b.WriteString("| clients | in flight | transactions/s | CPU per transaction | cores busy | claims/s beside it | share of this rate | share of the saturated rate |\n|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+	var sat float64
+	if len(r.raws) > 0 {
+		sat = r.raws[len(r.raws)-1].perSecond()
+	}
+	for i, x := range r.raws {
+		claimsRate, share, shareSat := "", "", ""
+		for _, c := range r.rates {
+			if c.store == "etcd" && c.replicas == x.clients && c.inFlight == x.inFlight && i < len(r.raws)-1 {
+				claimsRate = fmt.Sprintf("%.0f", c.perSecond())
+				share = fmt.Sprintf("%.0f%%", 100*c.perSecond()*writesPerClaim/x.perSecond())
+				shareSat = fmt.Sprintf("%.0f%%", 100*c.perSecond()*writesPerClaim/sat)
+			}
+		}
+		cpuPer, busy := "", ""
+		if x.cpu > 0 {
+			cpuPer = ms(x.cpu / time.Duration(x.txns))
+			busy = fmt.Sprintf("%.2f", x.cpu.Seconds()/x.elapsed.Seconds())
+		}
+		fmt.Fprintf(&b, "| %d | %d | %.0f | %s | %s | %s | %s | %s |\n", x.clients, x.clients*x.inFlight, x.perSecond(), cpuPer, busy, claimsRate, share, shareSat)
+	}
+
 	b.WriteString("\n## Agreement after a member restart (three members)\n\n")
 	fmt.Fprintf(&b, "%d replicas hold %d sessions (each claimed by one replica, adopted by the others). Each round stops a member "+
 		"(the leader in odd rounds, a follower in even ones; StopMember is etcd's graceful stop, in which a leader hands its "+

@@ -46,7 +46,11 @@
 // Costs in round trips: CreateOrGet of a current claim 1 (one read of the
 // claim and the workers' generations), of a new one 3 (and a Revoke when
 // it loses the race); Get, Hold, Register, Deregister, Members 1; Touch,
-// Unhold, ReplicaID 2; Close, Quarantine, Resolve 2, plus a KeepAliveOnce
+// Unhold, ReplicaID 2; Close 1 when this store's Hold read the claim at
+// the revision the Close is fenced by (a Hold's transaction reads the
+// claim it fenced on: the value etcd keeps at that ModRevision, so the
+// Close writes from it without a read of its own), 2 otherwise;
+// Quarantine, Resolve 2; each plus a KeepAliveOnce
 // when they rewrite the claim (a write restarts its idle expiry; when that
 // keepalive finds etcd unreachable, the write stands and the store is
 // marked down); Move 3 (a read of the claim and the target's
@@ -167,9 +171,15 @@ type Store struct {
 	closed bool
 	sess   *concurrency.Session
 	held   map[string]map[string]struct{} // key → replicas holding it through this store
-	regs   map[string]registration        // worker → the registration this store wrote on its session lease
-	rereg  bool                           // the session's lease is new and regs are not all written on it yet
-	lost   chan struct{}                  // closed (and replaced) when a call finds the store unreachable
+	// known is, for a key held through this store, its claim as the
+	// store read it at a revision (by a Hold's fenced transaction): the
+	// value etcd keeps at that ModRevision, so that a Close fenced by the
+	// same revision needs no read of its own. Bounded by held: an entry
+	// goes when its key's last hold does.
+	known map[string]knownClaim
+	regs  map[string]registration // worker → the registration this store wrote on its session lease
+	rereg bool                    // the session's lease is new and regs are not all written on it yet
+	lost  chan struct{}           // closed (and replaced) when a call finds the store unreachable
 }
 
 var _ claims.Store = (*Store)(nil)
@@ -230,6 +240,7 @@ func New(ctx context.Context, client *clientv3.Client, replica string, opts clai
 		kWorkers: opts.Prefix + "workers/",
 		kCounter: opts.Prefix + "replica-id",
 		held:     map[string]map[string]struct{}{},
+		known:    map[string]knownClaim{},
 		regs:     map[string]registration{},
 		lost:     make(chan struct{}),
 	}
@@ -468,6 +479,7 @@ func (s *Store) install(sess *concurrency.Session, fresh bool) (*concurrency.Ses
 	s.sess = sess
 	if fresh {
 		s.held = map[string]map[string]struct{}{}
+		s.known = map[string]knownClaim{}
 		s.rereg = true
 	}
 	s.mu.Unlock()
@@ -634,11 +646,36 @@ func (s *Store) SessionLease() clientv3.LeaseID {
 	return clientv3.NoLease
 }
 
-func (s *Store) track(key, replica string) {
+// knownClaim is a claim as etcd kept it at one ModRevision, and its lease.
+type knownClaim struct {
+	rev   int64
+	c     claims.Claim
+	lease int64
+}
+
+// claimAt returns key's claim at rev if this store knows it without a
+// read (a Hold fenced by rev read it).
+func (s *Store) claimAt(key string, rev int64) (claims.Claim, int64, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	k, ok := s.known[key]
+	if !ok || (k.rev != rev && !mutant("CloseTrustsOldRead")) {
+		return claims.Claim{}, 0, false
+	}
+	return k.c, k.lease, true
+}
+
+// track notes that replica holds key through this store; kc, when its
+// rev is not 0, is the claim the Hold read at the revision it was fenced
+// by.
+func (s *Store) track(key, replica string, kc knownClaim) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.held == nil {
 		return
+	}
+	if kc.rev != 0 {
+		s.known[key] = kc
 	}
 	m := s.held[key]
 	if m == nil {
@@ -655,6 +692,7 @@ func (s *Store) untrack(key, replica string) {
 		delete(m, replica)
 		if len(m) == 0 {
 			delete(s.held, key)
+			delete(s.known, key)
 		}
 	}
 }
@@ -663,6 +701,7 @@ func (s *Store) untrackKey(key string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	delete(s.held, key)
+	delete(s.known, key)
 }
 
 // Shutdown ends the store: the holds it made are released as Unhold would
@@ -678,7 +717,7 @@ func (s *Store) Shutdown() error {
 	}
 	s.closed = true
 	held := s.held
-	s.held = nil
+	s.held, s.known = nil, nil
 	sess := s.sess
 	s.mu.Unlock()
 
@@ -714,7 +753,7 @@ func (s *Store) abandon() clientv3.LeaseID {
 	s.mu.Lock()
 	s.closed = true
 	sess := s.sess
-	s.held = nil
+	s.held, s.known = nil, nil
 	s.mu.Unlock()
 	lease := clientv3.NoLease
 	if sess != nil {

@@ -72,3 +72,48 @@ func TestMoveJudgesOneMoment(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, won, got)
 }
+
+// A Close fenced by a revision writes the claim as it is at that
+// revision. The store knows a held claim from its Hold and closes it
+// without a read, but only at the revision the Hold read: after another
+// replica moved the claim (a new revision, a new target), a deferred
+// Close (another replica still holds it) rewrites the moved claim as
+// Closing, not the one this store held before the move.
+func TestCloseWritesTheClaimAtItsRevision(t *testing.T) {
+	ctx := testContext(t, 30*time.Second)
+	o := newOpener(t, shared, time.Minute)
+	a, b := o.open("a"), o.open("b")
+	for _, w := range []string{"w0", "w1"} {
+		_, err := b.Register(ctx, w, "boot-1")
+		require.NoError(t, err)
+	}
+	c1, created, err := a.CreateOrGet(ctx, "kc", to("w0"))
+	require.NoError(t, err)
+	require.True(t, created)
+	require.NoError(t, a.Hold(ctx, "kc", c1.Rev, "a"))
+	mv, err := b.Move(ctx, "kc", c1.Rev, claims.Target{Worker: "w1"})
+	require.NoError(t, err)
+	require.NoError(t, b.Hold(ctx, "kc", mv.Rev, "b"))
+	res, err := a.Close(ctx, "kc", mv.Rev, "a")
+	require.NoError(t, err)
+	require.Equal(t, claims.CloseDeferred, res, "b still holds it")
+	got, ok, err := b.Get(ctx, "kc")
+	require.NoError(t, err)
+	require.True(t, ok)
+	require.Equal(t, claims.Closing, got.State)
+	require.Equal(t, mv.Target, got.Target, "the moved claim is the one closing")
+	require.Equal(t, mv.Gen, got.Gen)
+
+	// Closed by the revision its own Hold read (no read of its own).
+	c2, _, err := a.CreateOrGet(ctx, "kd", to("w0"))
+	require.NoError(t, err)
+	require.NoError(t, a.Hold(ctx, "kd", c2.Rev, "a"))
+	require.NoError(t, b.Hold(ctx, "kd", c2.Rev, "b"))
+	res, err = a.Close(ctx, "kd", c2.Rev, "a")
+	require.NoError(t, err)
+	require.Equal(t, claims.CloseDeferred, res)
+	got, _, err = b.Get(ctx, "kd")
+	require.NoError(t, err)
+	require.Equal(t, claims.Closing, got.State)
+	require.Equal(t, c2.Target, got.Target)
+}

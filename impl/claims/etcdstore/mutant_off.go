@@ -32,6 +32,10 @@ package etcdstore
 //     revision only, not by the target's registration read with it: a
 //     target that restarts between the read and the write gets a claim
 //     under its old generation, stale from birth.
+//   - CloseTrustsOldRead: Close rewrites a claim as Closing from the
+//     claim the store's Hold read at an earlier revision, not the one at
+//     the revision the Close is fenced by: a claim another replica moved
+//     closes under its old target.
 //
 // mutant_test.go checks that each of them fails a test of the package.
 func mutant(string) bool { return false }

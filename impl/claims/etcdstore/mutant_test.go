@@ -18,6 +18,7 @@ var variants = []mutanttest.Variant{
 	{"SessionNotResumed", "TestQuorumLossKeepsRegistrations"},
 	{"RegistrationsNotRewritten", "TestSessionLost"},
 	{"MoveIgnoresRegistration", "TestMoveJudgesOneMoment"},
+	{"CloseTrustsOldRead", "TestCloseWritesTheClaimAtItsRevision"},
 }
 
 // TestVariantsCaught re-runs this test binary under each variant with its

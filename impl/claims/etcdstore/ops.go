@@ -171,7 +171,10 @@ func (s *Store) Hold(ctx context.Context, key string, rev int64, replica string)
 		}
 		tr, err := s.cli.Txn(octx).
 			If(clientv3.Compare(clientv3.ModRevision(s.ClaimKey(key)), "=", rev)).
-			Then(clientv3.OpPut(s.holderKey(key, replica), strconv.FormatInt(rev, 10), clientv3.WithLease(sess.Lease()))).
+			Then(
+				clientv3.OpPut(s.holderKey(key, replica), strconv.FormatInt(rev, 10), clientv3.WithLease(sess.Lease())),
+				clientv3.OpGet(s.ClaimKey(key)),
+			).
 			Commit()
 		if errors.Is(err, rpctypes.ErrLeaseNotFound) && try == 0 {
 			sess.Orphan() // the session expired: start another
@@ -183,7 +186,15 @@ func (s *Store) Hold(ctx context.Context, key string, rev int64, replica string)
 		if !tr.Succeeded {
 			return moved(op, key, rev, "not current")
 		}
-		s.track(key, replica)
+		// The claim as it is at rev (the compare held in the same
+		// transaction): a Close fenced by rev needs no read.
+		var kc knownClaim
+		if kv := firstKV(tr.Responses[1].GetResponseRange().Kvs); kv != nil && kv.ModRevision == rev {
+			if c, lease, err := decodeClaim(key, kv); err == nil {
+				kc = knownClaim{rev: rev, c: c, lease: lease}
+			}
+		}
+		s.track(key, replica, kc)
 		return nil
 	}
 }
@@ -266,12 +277,19 @@ func (s *Store) Close(ctx context.Context, key string, rev int64, replica string
 		return 0, err
 	}
 	defer done()
-	kv, c, lease, err := s.readClaim(octx, key)
-	if err != nil {
-		return 0, s.fail(octx, op, err)
-	}
-	if kv == nil || kv.ModRevision != rev {
-		return claims.CloseStale, nil
+	// The claim at rev: known from this store's Hold fenced by rev (the
+	// transaction below is fenced by the same revision, so the value is
+	// the one etcd keeps), or read.
+	c, lease, ok := s.claimAt(key, rev)
+	if !ok {
+		var kv *mvccpb.KeyValue
+		kv, c, lease, err = s.readClaim(octx, key)
+		if err != nil {
+			return 0, s.fail(octx, op, err)
+		}
+		if kv == nil || kv.ModRevision != rev {
+			return claims.CloseStale, nil
+		}
 	}
 	deferred := []clientv3.Op{clientv3.OpDelete(s.holderKey(key, replica))}
 	rewrite := c.State != claims.Closing

@@ -147,6 +147,7 @@ var etcdVariants = []struct{ name, doc string }{
 	{"SessionNotResumed", "a session ended on the client side starts a new lease even when the old one lives: the registrations on it expire after the heal"},
 	{"RegistrationsNotRewritten", "after the session's lease expired, the store's registrations are not written again on the new lease: live workers vanish"},
 	{"MoveIgnoresRegistration", "Move's write is fenced by the claim's revision only: a target that restarts between the read and the write gets a claim under its old generation"},
+	{"CloseTrustsOldRead", "Close rewrites a claim as Closing from what the store's Hold read at an earlier revision: a claim another replica moved closes under its old target"},
 	{"NoReadIdleTimeout", "embedded.NewClient's connections have no read-idle timeout: a dead connection is noticed only by gRPC's 10 s keepalive"},
 }
 
