@@ -65,12 +65,17 @@ s_staticcheck() {
 # TestExploreSameForEveryWorkerCount in the race step on the witness
 # configs, and checked here on the others but three large ones (MCTimeouts,
 # MCLiveness, MCBugNoHandOff: 32 s; TestConformance compares them with TLC).
-s_race() { "$GO" test -race -count=1 -timeout 15m -skip '^TestConformance(DetectsDrift)?$' ./...; }
+# The saved histories' re-checks (TestRecheckSaved: Porcupine on one
+# goroutine per partition, nothing for the race detector to find) run in
+# the conformance step, without it: under -race the 10,006-operation bug
+# history alone took 35 s of the race step beside another job.
+s_race() { "$GO" test -race -count=1 -timeout 15m -skip '^(TestConformance(DetectsDrift)?|TestRecheckSaved)$' ./...; }
 # make test leaves out the widest config, MCWide (2.3M states, 80 s of the
 # two cores: the core model's other configs cover its actions and
 # properties), to stay within ten minutes on a loaded 2-core machine;
 # make verify compares it (conformance_wide).
-s_conformance() { PLACEMENT_SKIP_WIDE=1 "$GO" test -count=1 -timeout 15m -run '^(TestConformance(DetectsDrift)?|TestExploreSameForEveryWorkerCount)$' -skip '^TestExploreSameForEveryWorkerCount$/^(MCTimeouts|MCLiveness|MCBugNoHandOff)\.cfg$' -v ./model/...; }
+s_conformance() { PLACEMENT_SKIP_WIDE=1 "$GO" test -count=1 -timeout 15m -run '^(TestConformance(DetectsDrift)?|TestExploreSameForEveryWorkerCount)$' -skip '^TestExploreSameForEveryWorkerCount$/^(MCTimeouts|MCLiveness|MCBugNoHandOff)\.cfg$' -v ./model/... &&
+    "$GO" test -count=1 -timeout 5m -run '^TestRecheckSaved$' -v ./linearizability/...; }
 s_conformance_wide() { "$GO" test -count=1 -timeout 15m -run '^TestConformance$/^MCWide\.cfg$' -v ./model/; }
 # The peers: their tests (the behavioural check, the runner's tables) and
 # every peers benchmark once at the short size (-short: 20,000 sessions).
@@ -110,7 +115,8 @@ fi
 detail() { # name log: one line that says what the step found
   case $1 in
     race) echo "$(grep -cE '^ok' "$2") packages passed" ;;
-    conformance|conformance_wide) grep -cE '^    --- PASS: TestConformance/' "$2" | sed 's/$/ configs match TLC/' ;;
+    conformance) echo "$(grep -cE '^    --- PASS: TestConformance/' "$2") configs match TLC; saved histories re-checked in $(grep -cE '^--- PASS: TestRecheckSaved' "$2") packages" ;;
+    conformance_wide) grep -cE '^    --- PASS: TestConformance/' "$2" | sed 's/$/ configs match TLC/' ;;
     linearizability_campaign) grep -oE '[0-9]+ operations checked in [^ ]+ \([0-9]+ ops/s\)' "$2" | tail -1 ;;
     bug_zoo) grep -E '^caught' "$2" ;;
     bug_zoo_bounds) grep -E '^longest plain run' "$2" ;;
