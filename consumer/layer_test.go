@@ -3,7 +3,9 @@ package consumer
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -356,4 +358,26 @@ func TestContract_LayerRequestPath_FinalRequestCloses(t *testing.T) {
 	other.Done()
 	_, bound = e.l.Query(req.Session, affinity.PhaseDecode)
 	assert.False(t, bound, "closed with its last request")
+}
+
+// Resource bounds, layer: a full table is never an error: the request is
+// routed unpinned (CauseCapacity) and established sessions keep hitting;
+// client ids are bounded.
+func TestContract_ResourceBounds_LayerFullTableRoutesUnpinned(t *testing.T) {
+	e := newEnv(t, affinity.Config{MaxEntries: 2, AdmitAllBelow: 1})
+	e.join(t, "a", "boot-1", 0)
+	s1 := affinity.Request{Session: e.key(t, "s1")}
+	e.ok(t, s1, first)
+	e.ok(t, affinity.Request{Session: e.key(t, "s2")}, first)
+	for i := range 5 {
+		s := e.ok(t, affinity.Request{Session: e.key(t, fmt.Sprintf("new-%d", i))}, first)
+		assert.Equal(t, affinity.CauseCapacity, s.Cause)
+	}
+	assert.True(t, e.ok(t, s1, first).Hit, "an established session is never evicted")
+	st := e.l.Stats()
+	assert.Equal(t, uint64(5), st.Unpinned[affinity.CauseCapacity])
+	assert.Equal(t, 2, st.Tables[affinity.PhaseDecode].Capacity)
+
+	_, err := e.ns.Session(strings.Repeat("x", affinity.MaxSessionIDBytes+1))
+	assert.ErrorIs(t, err, affinity.ErrInvalidSessionID, "ids are bounded at MaxSessionIDBytes")
 }
