@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/placementlab/placement/impl/affinity"
 	"github.com/placementlab/placement/impl/placement"
 )
 
@@ -314,26 +315,51 @@ func TestContract_CoreConcurrency_WaitsEndWithContextAndClose(t *testing.T) {
 }
 
 // Goroutines: the default clock's ticker and the reaper start with New and
-// end by the time Close returns; a manual clock starts none.
+// end with Close (the core's and the layer's, with one coordinator per
+// phase); a manual clock starts none.
 func TestContract_Goroutines_EndAtClose(t *testing.T) {
-	settle := runtime.NumGoroutine
-	before := settle()
+	before := settledGoroutines()
 	c, err := placement.New(placement.Config[Worker]{})
 	require.NoError(t, err)
 	assert.Greater(t, runtime.NumGoroutine(), before, "the default clock runs background work")
 	require.NoError(t, c.Close())
-	// Polled by hand: assert.Eventually runs its condition on a goroutine
-	// of its own, which NumGoroutine would count.
-	for deadline := time.Now().Add(2 * time.Second); settle() > before && time.Now().Before(deadline); {
-		time.Sleep(5 * time.Millisecond)
-	}
-	assert.LessOrEqual(t, settle(), before, "every goroutine New started has ended after Close")
+	assertGoroutinesBack(t, before, "every goroutine New started has ended when Close returns")
 
-	before = settle()
+	l, err := affinity.New(affinity.Config{})
+	require.NoError(t, err)
+	require.NoError(t, l.Close())
+	assertGoroutinesBack(t, before, "the layer's too")
+
 	m, err := placement.New(placement.Config[Worker]{Clock: placement.NewManualClock(0)})
 	require.NoError(t, err)
-	assert.Equal(t, before, runtime.NumGoroutine(), "a manual clock starts no goroutine")
+	assertGoroutinesBack(t, before, "a manual clock starts no goroutine")
 	require.NoError(t, m.Close())
+}
+
+// settledGoroutines returns the goroutine count once the earlier tests'
+// goroutines (loopback servers, connections) have finished returning: the
+// count, unchanged for 20 ms (at most a second of waiting).
+func settledGoroutines() int {
+	n, since := runtime.NumGoroutine(), time.Now()
+	for deadline := time.Now().Add(time.Second); time.Now().Before(deadline) && time.Since(since) < 20*time.Millisecond; {
+		time.Sleep(time.Millisecond)
+		if m := runtime.NumGoroutine(); m != n {
+			n, since = m, time.Now()
+		}
+	}
+	return n
+}
+
+// assertGoroutinesBack asserts the goroutine count is back to before. A
+// background goroutine signals its end to Close just before it returns,
+// so it may be counted for a moment after Close (longer under -race):
+// polled for up to a second.
+func assertGoroutinesBack(t *testing.T, before int, msg string) {
+	t.Helper()
+	for deadline := time.Now().Add(time.Second); runtime.NumGoroutine() > before && time.Now().Before(deadline); {
+		time.Sleep(time.Millisecond)
+	}
+	assert.LessOrEqual(t, runtime.NumGoroutine(), before, msg)
 }
 
 // Resource bounds: a zero Config is a working configuration with the

@@ -2,7 +2,6 @@ package consumer
 
 import (
 	"context"
-	"runtime"
 	"testing"
 	"time"
 
@@ -104,7 +103,7 @@ func TestContract_LayerOverReplica_QuarantineSeenEverywhere(t *testing.T) {
 // Goroutines over a replica: the layer's, the handle's and the backend's
 // background work ends with Close, Shutdown and Close.
 func TestContract_Goroutines_ReplicaLayerEndsAtClose(t *testing.T) {
-	before := runtime.NumGoroutine()
+	before := settledGoroutines()
 	b := memstore.NewBackend(memstore.Config{})
 	h := b.Open("r1")
 	l, err := affinity.New(affinity.Config{Replicas: &affinity.Replicas{Store: h, Name: "r1"}})
@@ -114,8 +113,5 @@ func TestContract_Goroutines_ReplicaLayerEndsAtClose(t *testing.T) {
 	require.NoError(t, l.Close())
 	require.NoError(t, h.Shutdown())
 	require.NoError(t, b.Close())
-	for deadline := time.Now().Add(2 * time.Second); runtime.NumGoroutine() > before && time.Now().Before(deadline); {
-		time.Sleep(5 * time.Millisecond)
-	}
-	assert.LessOrEqual(t, runtime.NumGoroutine(), before)
+	assertGoroutinesBack(t, before, "every goroutine has ended after the last Close")
 }

@@ -2,7 +2,6 @@ package consumer
 
 import (
 	"context"
-	"runtime"
 	"testing"
 	"time"
 
@@ -18,9 +17,9 @@ import (
 // release on virtual time (Advance reclaims it synchronously), and the
 // layer starts no goroutine of its own.
 func TestContract_SimulationHost_VirtualTimeOnly(t *testing.T) {
-	before := runtime.NumGoroutine()
+	before := settledGoroutines()
 	e := newEnv(t, affinity.Config{IdleTTL: time.Minute})
-	assert.Equal(t, before, runtime.NumGoroutine(), "a layer on a manual clock starts no goroutine")
+	assertGoroutinesBack(t, before, "a layer on a manual clock starts no goroutine")
 	e.join(t, "a", "boot-1", 0)
 	req := affinity.Request{Session: e.key(t, "s")}
 	e.ok(t, req, first)

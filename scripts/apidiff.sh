@@ -26,17 +26,21 @@ tmp=$(mktemp -d -t placement-apidiff.XXXXXX)
 trap 'chmod -R u+w "$tmp" 2>/dev/null; rm -rf "$tmp"' EXIT
 mkdir "$tmp/old"
 git archive "$tag" | tar -x -C "$tmp/old"
-(cd "$tmp/old" && "$GO" run "$APIDIFF" -m -w "$tmp/old.export" "$MODULE")
-"$GO" run "$APIDIFF" -m -w "$tmp/new.export" "$MODULE"
-"$GO" run "$APIDIFF" -m "$tmp/old.export" "$tmp/new.export" >"$tmp/report.txt"
-# Keep the public packages' sections (## <import path>) only.
-awk -v pub="## $MODULE/impl/" '/^## /{keep = index($0, pub) == 1} keep' "$tmp/report.txt" >"$tmp/public.txt"
-echo "apidiff: public API changes since $tag:"
-if [ -s "$tmp/public.txt" ]; then cat "$tmp/public.txt"; else echo "  none"; fi
-incompatible=$("$GO" run "$APIDIFF" -m -incompatible "$tmp/old.export" "$tmp/new.export" |
-  awk -v pub="## $MODULE/impl/" '/^## /{keep = index($0, pub) == 1; next} keep && /^- /' | wc -l)
+quiet() { grep -v '^Ignoring internal package' >&2 || true; } # apidiff skips internal/ itself
+(cd "$tmp/old" && "$GO" run "$APIDIFF" -m -w "$tmp/old.export" "$MODULE" 2> >(quiet))
+"$GO" run "$APIDIFF" -m -w "$tmp/new.export" "$MODULE" 2> >(quiet)
+"$GO" run "$APIDIFF" -m "$tmp/old.export" "$tmp/new.export" >"$tmp/report.txt" 2> >(quiet)
+# The report lists "Incompatible changes:" and "Compatible changes:", one
+# "- ./<package>.<name>: ..." line each; keep the public packages' (impl/).
+section() { awk -v want="$1" '/^(Incompatible|Compatible) changes:$/{s = ($0 == want); next} s && /^- \.\/impl\//' "$tmp/report.txt"; }
+section "Incompatible changes:" >"$tmp/incompatible.txt"
+section "Compatible changes:" >"$tmp/compatible.txt"
+incompatible=$(wc -l <"$tmp/incompatible.txt")
+echo "apidiff: public API changes since $tag (impl/...):"
+echo "incompatible:"; if [ -s "$tmp/incompatible.txt" ]; then cat "$tmp/incompatible.txt"; else echo "  none"; fi
+echo "compatible:"; if [ -s "$tmp/compatible.txt" ]; then cat "$tmp/compatible.txt"; else echo "  none"; fi
 if [ "$incompatible" -gt 0 ]; then
-  if awk '/^## /{u = ($0 ~ /Unreleased/)} u && /^### Breaking/{found=1} END{exit !found}' CHANGELOG.md; then
+  if [ -f CHANGELOG.md ] && awk '/^## /{u = ($0 ~ /Unreleased/)} u && /^### Breaking/{found=1} END{exit !found}' CHANGELOG.md; then
     echo "apidiff: $incompatible incompatible change(s) since $tag, listed under CHANGELOG.md's Unreleased \"### Breaking\""
   else
     echo "apidiff: $incompatible incompatible change(s) since $tag and no \"### Breaking\" under CHANGELOG.md's Unreleased (docs/compatibility.md)"
