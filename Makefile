@@ -14,6 +14,9 @@
 #   make campaign the nightly campaign: every checker in rotation for DURATION (default 5m; 8h
 #                 for a night), the bug zoo once, a report in REPORT (index.html)
 #   make stress   the stress tests for CAMPAIGN_STRESS each under -race
+#   make api      rewrite the public API's golden files (api/*.txt) after an intended change
+#   make apidiff  the public API's changes since the last release tag (in make verify)
+#   make consumer the embedding contract's tests (consumer/, a module of its own; in make test)
 
 SHELL       := /bin/bash
 .SHELLFLAGS := -o pipefail -c
@@ -21,7 +24,7 @@ GO          ?= go
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 CONFIGS     := $(filter-out spec/tla/MCClaims%,$(wildcard spec/tla/MC*.cfg))
 
-.PHONY: test lint race conformance explore explore-claims bench-smoke mutants fuzz campaign stress verify tlc bench benchstat
+.PHONY: api apidiff consumer test lint race conformance explore explore-claims bench-smoke mutants fuzz campaign stress verify tlc bench benchstat
 
 test:
 	@scripts/check.sh test
@@ -35,6 +38,19 @@ lint:
 	$(GO) vet ./...
 	$(GO) run $(STATICCHECK) ./...
 	cd benchmarks/peers && $(GO) vet ./... && $(GO) run $(STATICCHECK) ./...
+	cd consumer && $(GO) vet ./... && $(GO) run $(STATICCHECK) ./...
+
+# The exported API of every public package is in api/*.txt, checked by
+# go test ./internal/apigolden (in make test); after an intended change,
+# regenerate them and commit them with it (docs/compatibility.md).
+api:
+	$(GO) test -count=1 ./internal/apigolden -run TestAPIGolden -update
+
+apidiff:
+	@scripts/apidiff.sh
+
+consumer:
+	cd consumer && $(GO) test -race -count=1 ./...
 
 race:
 	$(GO) test -race -count=1 -timeout 15m -skip '^TestConformance(DetectsDrift)?$$' ./...

@@ -50,14 +50,27 @@ s_peers_isolated() {
   [ -z "$found" ] || { echo "the peers' libraries reached the root module:"; echo "$found"; return 1; }
 }
 export -f s_peers_isolated
+# consumer is a nested module too (the embedding contract's tests, as a
+# router outside the repository writes them, requiring placement through a
+# replace to ../): vet and staticcheck run there as well, and vet fails if
+# its committed go.mod/go.sum are not what go mod tidy makes of them.
 s_vet() {
   "$GO" vet ./... && (cd benchmarks/peers && "$GO" vet ./...) && s_peers_isolated &&
-    echo "no findings (root and benchmarks/peers; no peer library in the root module)"
+    (cd consumer && "$GO" vet ./... && "$GO" mod tidy -diff) &&
+    echo "no findings (root, benchmarks/peers and consumer; no peer library in the root module; consumer tidy)"
 }
 s_staticcheck() {
   "$GO" run honnef.co/go/tools/cmd/staticcheck@v0.8.2 ./... &&
-    (cd benchmarks/peers && "$GO" run honnef.co/go/tools/cmd/staticcheck@v0.8.2 ./...) && echo "no findings"
+    (cd benchmarks/peers && "$GO" run honnef.co/go/tools/cmd/staticcheck@v0.8.2 ./...) &&
+    (cd consumer && "$GO" run honnef.co/go/tools/cmd/staticcheck@v0.8.2 ./...) && echo "no findings"
 }
+# The embedding contract (README.md): the consumer module's tests, each
+# named after a contract line, against the exported API only; a few
+# seconds, so under -race.
+s_consumer() { (cd consumer && "$GO" test -race -count=1 -timeout 3m -v ./...); }
+# The public API's changes since the last release tag (scripts/apidiff.sh;
+# with no tag yet it says so and passes).
+s_apidiff() { scripts/apidiff.sh; }
 # The models' TestConformance and TestConformanceDetectsDrift run once, in
 # the conformance step, without the race detector: they explore whole
 # state spaces, where it only slows them (65 s of the race step for the
@@ -96,6 +109,7 @@ step gofmt 2m
 step vet 10m
 step staticcheck 15m
 step race 20m
+step consumer 5m
 if [ "$mode" = test ]; then
   # The bug zoo mostly waits (on its checkers' timeouts and on etcd), the
   # conformance step computes: side by side they share the two cores.
@@ -104,6 +118,7 @@ fi
 step conformance 20m
 step bench_smoke 10m
 if [ "$mode" = verify ]; then
+  step apidiff 10m
   step conformance_wide 10m
   step bug_zoo 15m
   step bug_zoo_bounds 45m
@@ -115,6 +130,8 @@ fi
 detail() { # name log: one line that says what the step found
   case $1 in
     race) echo "$(grep -cE '^ok' "$2") packages passed" ;;
+    consumer) echo "$(grep -cE '^--- PASS' "$2") contract tests passed (consumer/, exported API only)" ;;
+    apidiff) grep -E '^apidiff: (no |[0-9])' "$2" | tail -1 ;;
     conformance) echo "$(grep -cE '^    --- PASS: TestConformance/' "$2") configs match TLC; saved histories re-checked in $(grep -cE '^--- PASS: TestRecheckSaved' "$2") packages" ;;
     conformance_wide) grep -cE '^    --- PASS: TestConformance/' "$2" | sed 's/$/ configs match TLC/' ;;
     linearizability_campaign) grep -oE '[0-9]+ operations checked in [^ ]+ \([0-9]+ ops/s\)' "$2" | tail -1 ;;

@@ -15,6 +15,15 @@ import (
 // of every package in its build.
 func consumer(t *testing.T, pkgs ...string) (gosum string, buildMods []string) {
 	t.Helper()
+	gosum, buildMods, _ = consumerWith(t, nil, pkgs...)
+	return gosum, buildMods
+}
+
+// consumerWith is consumer with extra files (a test file, say) in the
+// module; it also returns the modules of every package in its test build
+// (go list -deps -test).
+func consumerWith(t *testing.T, files map[string]string, pkgs ...string) (gosum string, buildMods, testMods []string) {
+	t.Helper()
 	root, err := filepath.Abs("../..")
 	require.NoError(t, err)
 	dir := t.TempDir()
@@ -28,6 +37,9 @@ func consumer(t *testing.T, pkgs ...string) (gosum string, buildMods []string) {
 	}
 	src.WriteString(")\n\nfunc main() {}\n")
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "main.go"), []byte(src.String()), 0o644))
+	for name, content := range files {
+		require.NoError(t, os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644))
+	}
 	run := func(args ...string) string {
 		cmd := exec.Command("go", args...)
 		cmd.Dir = dir
@@ -43,7 +55,8 @@ func consumer(t *testing.T, pkgs ...string) (gosum string, buildMods []string) {
 		require.NoError(t, err)
 	}
 	buildMods = append(buildMods, strings.Fields(run("list", "-deps", "-f", "{{with .Module}}{{.Path}}{{end}}", "."))...)
-	return string(b), buildMods
+	testMods = append(testMods, strings.Fields(run("list", "-deps", "-test", "-f", "{{with .Module}}{{.Path}}{{end}}", "."))...)
+	return string(b), buildMods, testMods
 }
 
 func etcdIn(gosum string, mods []string) []string {
