@@ -25,7 +25,7 @@ func TestTable_ChainsUnderConcurrentUnlink(t *testing.T) {
 	for i := range keys {
 		keys[i] = fmt.Sprintf("key-%d", i)
 		k := keys[i]
-		ents[i] = tb.loadOrStore(k, func(h uint32) *entry[target] { return &entry[target]{key: k, hash: h} })
+		ents[i] = tb.loadOrStore(k, func(h uint32) *entry[target] { e := newEntry[target](k); e.hash = h; return e })
 		if again := tb.loadOrStore(k, func(uint32) *entry[target] { panic("linked twice") }); again != ents[i] {
 			t.Fatal("loadOrStore returned another entry for a linked key")
 		}
@@ -74,7 +74,7 @@ func TestTable_ReaderOnUnlinkedEntryStillReachesTheRest(t *testing.T) {
 	chain := map[uint32][]*entry[target]{}
 	for i := 0; len(chain) == 0 || maxLen(chain) < 4; i++ {
 		k := fmt.Sprintf("k%d", i)
-		e := tb.loadOrStore(k, func(h uint32) *entry[target] { return &entry[target]{key: k, hash: h} })
+		e := tb.loadOrStore(k, func(h uint32) *entry[target] { e := newEntry[target](k); e.hash = h; return e })
 		chain[e.hash&tb.mask] = append(chain[e.hash&tb.mask], e)
 	}
 	for b, es := range chain {
@@ -173,4 +173,10 @@ func TestKeyEqual(t *testing.T) {
 			}
 		}
 	}
+}
+
+// hit is tryHit for tests: the lease, and whether it was taken.
+func (c *Coordinator[T]) hit(key string) (Lease[T], bool) {
+	l, _, _ := c.tryHit(key)
+	return l, l.b != nil
 }
