@@ -241,7 +241,7 @@ type Dispatch[T comparable] struct {
 	// plus DispatchTimeout), on the coordinator's clock.
 	deadline int64
 	used     bool          // guarded by e.mu
-	timers   []*time.Timer // Context's deadline timers, stopped by the outcome (guarded by e.mu)
+	timers   *[]*time.Timer // Context's deadline timers, stopped by the outcome (guarded by e.mu; nil: none)
 }
 
 // Attempt returns the attempt id, which a router may send to the target as
@@ -313,7 +313,10 @@ func (d *Dispatch[T]) Context(parent context.Context) (context.Context, context.
 			cancel(ErrDispatchTimeout)
 		}
 	})
-	d.timers = append(d.timers, t)
+	if d.timers == nil {
+		d.timers = new([]*time.Timer) // most dispatches have no Context: their guard has no room for it
+	}
+	*d.timers = append(*d.timers, t)
 	return ctx, func() {
 		t.Stop()
 		cancel(context.Canceled)
@@ -324,7 +327,10 @@ func (d *Dispatch[T]) Context(parent context.Context) (context.Context, context.
 // the deadline timers of its contexts.
 func (d *Dispatch[T]) settledLocked() {
 	d.used = true
-	for _, t := range d.timers {
+	if d.timers == nil {
+		return
+	}
+	for _, t := range *d.timers {
 		t.Stop()
 	}
 	d.timers = nil

@@ -34,9 +34,8 @@ const (
 //   - the key's bytes sit just before the entry in its allocation (see
 //     keyed) and the entry keeps only their length (klen): their address
 //     follows from the entry's and the length, so no string header (16
-//     bytes) is stored. A key longer than maxInlineKey is kept in the
-//     entry's pending state instead (klen 0), which such an entry then
-//     keeps for good;
+//     bytes) is stored. A key longer than maxInlineKey is copied apart,
+//     and its string header is what comes before the entry (klen 0);
 //   - everything an initialization, a quarantine or a waiter needs (the
 //     reservation, the attempt, the deadlines, the wait queue) is in one
 //     lazily allocated pending (p), which a bound entry without waiters
@@ -68,8 +67,7 @@ type entry[T comparable] struct {
 
 	mu sync.Mutex
 	// p is the key's pending state: while reserved, dispatching or
-	// quarantined, while requests wait, and for good if the key is long
-	// (it then holds the key); nil otherwise.
+	// quarantined, and while requests wait; nil otherwise.
 	p *pending[T]
 
 	first binding[T] // the first binding (see above); keep it last
@@ -81,8 +79,8 @@ const maxInlineKey = 64
 // key returns the entry's private copy of its key.
 func (e *entry[T]) key() string {
 	n := uintptr(e.klen)
-	if n == 0 {
-		return e.p.key
+	if n == 0 { // a long key: the string before the entry (keyed[T, string].buf)
+		return *(*string)(unsafe.Add(unsafe.Pointer(e), -int(unsafe.Sizeof(""))))
 	}
 	// The bytes are the buffer just before the entry (keyed.buf), whose
 	// size the length gives (see newEntry).
@@ -95,10 +93,10 @@ func inlineBuf(n uintptr) uintptr { return (n + 15) &^ 15 }
 
 // pending is what a key holds while it is initialized or quarantined, or
 // while requests wait on it. A bound entry drops it unless requests still
-// wait (or its key is long), so a live binding carries none of these
-// bytes. One pending serves the entry's successive reservations (it is
-// reset by each), and the first comes in the allocation of the first
-// reservation (see reservation).
+// wait, so a live binding carries none of these bytes. One pending serves
+// the entry's successive reservations while it is kept (each resets it);
+// a key that has none takes the one that comes in its reservation's
+// allocation (Reservation.spare).
 type pending[T comparable] struct {
 	resv     *Reservation[T] // the initializer (stReserved, stDispatching)
 	attempt  uint64          // the attempt in flight or quarantined
@@ -112,34 +110,34 @@ type pending[T comparable] struct {
 	// rollback returns the reservation with it, never a fresh one.
 	resDeadline int64
 	waiters     *waitQueue[T] // the requests waiting on the key, longest first (nil: none yet)
-	key         string        // the key, if longer than maxInlineKey (immutable)
 }
 
 // keyed is an entry allocated with room for its key's bytes (B is a byte
 // array) just before it, so a lookup finds the key it compares beside the
-// entry's other lookup fields, not in a separate allocation.
+// entry's other lookup fields, not in a separate allocation; or, for a key
+// longer than maxInlineKey, with the string of a private copy (B is string).
 type keyed[T comparable, B any] struct {
 	buf B
 	e   entry[T]
 }
 
 // newEntry returns an entry holding a private copy of key: in the entry's
-// own allocation for keys up to maxInlineKey bytes, else in its pending
-// state (allocated here, and never dropped).
+// own allocation for keys up to maxInlineKey bytes, else in a copy of its
+// own whose string is in the entry's allocation.
 func newEntry[T comparable](key string) *entry[T] {
 	switch n := len(key); {
-	case n == 0:
-		return &entry[T]{p: &pending[T]{}} // never linked: keys are never empty
+	case n == 0 || n > maxInlineKey: // (empty keys are never linked)
+		x := &keyed[T, string]{buf: strings.Clone(key)}
+		return &x.e
 	case n <= 16:
 		return inlineKey[T, [16]byte](key)
 	case n <= 32:
 		return inlineKey[T, [32]byte](key)
 	case n <= 48:
 		return inlineKey[T, [48]byte](key)
-	case n <= maxInlineKey:
+	default:
 		return inlineKey[T, [64]byte](key)
 	}
-	return &entry[T]{p: &pending[T]{key: strings.Clone(key)}}
 }
 
 func inlineKey[T comparable, B any](key string) *entry[T] {
@@ -152,25 +150,22 @@ func inlineKey[T comparable, B any](key string) *entry[T] {
 }
 
 // dropPendingLocked drops the entry's pending state when nothing needs it:
-// no request waits, and the key is inline.
+// no request waits.
 func (e *entry[T]) dropPendingLocked() {
-	if e.p != nil && e.klen != 0 && !e.hasWaitersLocked() {
+	if e.p != nil && !e.hasWaitersLocked() {
 		e.p = nil
 	}
 }
 
 // pendingLocked returns the entry's pending state, reset for a new
-// reservation (the wait queue and a long key stay), using spare if the
-// entry has none.
+// reservation (the wait queue stays), using spare if the entry has none.
 func (e *entry[T]) pendingLocked(spare *pending[T]) *pending[T] {
 	if e.p == nil {
 		e.p = spare
 		return spare
 	}
-	// Field by field: key is read without the lock (and never written).
-	p := e.p
-	p.resv, p.attempt, p.g, p.deadline, p.dispatched, p.resDeadline = nil, 0, nil, 0, 0, 0
-	return p
+	*e.p = pending[T]{waiters: e.p.waiters}
+	return e.p
 }
 
 // waiting is one Acquire waiting on its key, in the key's queue. A key that

@@ -6,6 +6,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"unsafe"
 )
 
 // TestTable_ChainsUnderConcurrentUnlink: 500 keys in 64 buckets (chains of
@@ -179,4 +180,53 @@ func TestKeyEqual(t *testing.T) {
 func (c *Coordinator[T]) hit(key string) (Lease[T], bool) {
 	l, _, _ := c.tryHit(key)
 	return l, l.b != nil
+}
+
+// TestEntryLayout checks the layout entry.go describes, for a 16-byte
+// target (a worker id and rank): a bound session with a key of up to 16
+// bytes is one 96-byte allocation; the key's bytes (or a long key's
+// string) end where the entry begins; and what a lookup that finds the key
+// reads (the key, hash, klen and bound) never shares a cache line with the
+// binding's word and deadline, which hits and releases write, for every
+// inline key size (allocations of 96 bytes start at multiples of 32
+// bytes, of 112 and 144 at multiples of 16, of 128 at multiples of 64).
+func TestEntryLayout(t *testing.T) {
+	type w16 struct {
+		ID   uint64
+		Rank int32
+	}
+	var e entry[w16]
+	if s := unsafe.Sizeof(e); s != 80 {
+		t.Errorf("entry is %d bytes, want 80", s)
+	}
+	if s := unsafe.Sizeof(keyed[w16, [16]byte]{}); s != 96 {
+		t.Errorf("an entry with a 16-byte key is %d bytes, want 96", s)
+	}
+	word := unsafe.Offsetof(e.first) + unsafe.Offsetof(e.first.word)
+	if end := unsafe.Offsetof(e.first) + unsafe.Sizeof(e.first); unsafe.Offsetof(e.first.deadline) != unsafe.Offsetof(e.first.word)+8 || end != unsafe.Sizeof(e) {
+		t.Errorf("the binding's word and deadline are not the entry's last 16 bytes")
+	}
+	lookupEnd := unsafe.Offsetof(e.bound) + unsafe.Sizeof(e.bound) // key, hash, klen, bound
+	check := func(buf, size, align uintptr) {
+		if buf+unsafe.Sizeof(e) != size {
+			t.Errorf("a %d-byte key buffer: allocation %d bytes, want %d", buf, buf+unsafe.Sizeof(e), size)
+		}
+		for start := uintptr(0); start < 64; start += align {
+			lastRead := (start + buf + lookupEnd - 1) / 64
+			firstWritten := (start + buf + word) / 64
+			if lastRead >= firstWritten {
+				t.Errorf("a %d-byte key buffer at offset %d of a line: lookups read line %d, hits write line %d", buf, start, lastRead, firstWritten)
+			}
+		}
+	}
+	check(unsafe.Sizeof(keyed[w16, [16]byte]{}.buf), 96, 32)
+	check(unsafe.Sizeof(keyed[w16, [32]byte]{}.buf), 112, 16)
+	check(unsafe.Sizeof(keyed[w16, [48]byte]{}.buf), 128, 64)
+	check(unsafe.Sizeof(keyed[w16, [64]byte]{}.buf), 144, 16)
+	for _, n := range []int{1, 9, 16, 17, 32, 33, 48, 49, 64, 65, 300} {
+		k := strings.Repeat("k", n)
+		if got := newEntry[w16](k).key(); got != k {
+			t.Errorf("a %d-byte key reads back as %q", n, got)
+		}
+	}
 }
