@@ -240,7 +240,7 @@ type Dispatch[T comparable] struct {
 	// deadline is when the dispatch times out (BeginDispatch's reading
 	// plus DispatchTimeout), on the coordinator's clock.
 	deadline int64
-	used     bool          // guarded by e.mu
+	used     bool           // guarded by e.mu
 	timers   *[]*time.Timer // Context's deadline timers, stopped by the outcome (guarded by e.mu; nil: none)
 }
 
