@@ -54,11 +54,11 @@ func (s *targetSlot[T]) at(gen uint64) *generation[T] {
 // catalog maps targets to their generations; unknown targets are at
 // generation 1. Lookups are lock-free: a Go map that is never written once
 // published (read), replaced by a copy with the targets seen since
-// (dirty, under mu) once these are a sixteenth of it, so a new target costs
-// amortized O(1) copies and only the first sight of a target allocates. A
-// router reads a target's generation and then dispatches to it, two
-// lookups of one target per new session: a map lookup each, where a
-// sync.Map's cost several times more (issue 28).
+// (dirty, under mu) once these are more than a sixteenth of it, so a new
+// target costs amortized O(1) copies, and only the first sight of a target
+// allocates. A router reads a target's generation and then dispatches to
+// it: two lookups of one target per new session, each a plain map lookup
+// (it was a sync.Map's, with its key boxed; issue 28).
 type catalog[T comparable] struct {
 	owner *Coordinator[T]
 	read  atomic.Pointer[map[T]*targetSlot[T]]
