@@ -29,6 +29,7 @@ type targetSlot[T comparable] struct {
 // ended (see Coordinator.Bindings).
 type generation[T comparable] struct {
 	slot   *targetSlot[T]
+	c      *Coordinator[T] // the slot's, one load nearer a lease
 	gen    uint64
 	target T
 	// n is written by every commit and every end of a binding: on a cache
@@ -48,7 +49,7 @@ func (s *targetSlot[T]) at(gen uint64) *generation[T] {
 	if p := s.bound.Load(); p.gen == gen {
 		return p
 	}
-	return &generation[T]{slot: s, gen: gen, target: s.target}
+	return &generation[T]{slot: s, c: s.c, gen: gen, target: s.target}
 }
 
 // catalog maps targets to their generations; unknown targets are at
@@ -108,7 +109,7 @@ func (c *catalog[T]) slot(t T) *targetSlot[T] {
 	}
 	s := &targetSlot[T]{c: c.owner, target: t}
 	s.gen.Store(1)
-	s.bound.Store(&generation[T]{slot: s, gen: 1, target: t})
+	s.bound.Store(&generation[T]{slot: s, c: s.c, gen: 1, target: t})
 	if c.dirty == nil {
 		c.dirty = make(map[T]*targetSlot[T])
 	}
@@ -141,7 +142,7 @@ func (c *catalog[T]) bump(t T) uint64 {
 	g := s.gen.Load() + 1
 	// The new generation's count first: a commit that read the old
 	// generation and finds the new count knows its binding is stale.
-	s.bound.Store(&generation[T]{slot: s, gen: g, target: t})
+	s.bound.Store(&generation[T]{slot: s, c: s.c, gen: g, target: t})
 	s.gen.Store(g)
 	s.mu.Unlock()
 	if h := c.owner.testBumpStored; h != nil {

@@ -477,8 +477,8 @@ func (c *Coordinator[T]) acquireSlow(ctx context.Context, key string, wait bool,
 				return Acquisition[T]{Reservation: r}, nil
 			}
 			e.leaveLocked(w)
-			err := &AmbiguousError[T]{Key: key, Attempt: e.p.attempt, Generation: e.p.g.gen, Target: e.p.g.target,
-				Expires: time.Duration(e.p.deadline), DispatchedAt: time.Duration(e.p.dispatched)}
+			err := &AmbiguousError[T]{Key: key, Attempt: e.p.attempt(), Generation: e.p.g().gen, Target: e.p.g().target,
+				Expires: time.Duration(e.p.deadline), DispatchedAt: time.Duration(e.p.dispatched())}
 			if mutant("AmbiguousWithoutTarget") {
 				var zero T
 				err.Target = zero
@@ -678,16 +678,16 @@ func (c *Coordinator[T]) timeoutsLocked(e *entry[T], now int64) {
 		// QuarantineTTL counts from the dispatch's deadline, however late
 		// this access applies the timeout.
 		c.quarantineLocked(e, e.p.deadline)
-		c.emitLocked(Event[T]{Kind: EventQuarantined, Key: e.key(), Attempt: e.p.attempt, Generation: e.p.g.gen, Outcome: Ambiguous},
+		c.emitLocked(Event[T]{Kind: EventQuarantined, Key: e.key(), Attempt: e.p.attempt(), Generation: e.p.g().gen, Outcome: Ambiguous},
 			quarantinedTarget(e))
 	}
 	if e.st == stQuarantined && !e.removed {
 		switch {
-		case e.p.g.slot.gen.Load() != e.p.g.gen && !mutant("QuarantineIgnoresGeneration"):
+		case e.p.g().slot.gen.Load() != e.p.g().gen && !mutant("QuarantineIgnoresGeneration"):
 			c.dropQuarantineLocked(e)
 		case e.p.deadline <= now && !mutant("QuarantineNeverExpires"):
 			c.stats.quarantineExpirations.Add(1)
-			c.removeLocked(e, Event[T]{Kind: EventQuarantineExpired, Key: e.key(), Attempt: e.p.attempt, Generation: e.p.g.gen}, quarantinedTarget(e))
+			c.removeLocked(e, Event[T]{Kind: EventQuarantineExpired, Key: e.key(), Attempt: e.p.attempt(), Generation: e.p.g().gen}, quarantinedTarget(e))
 		}
 	}
 }
@@ -696,7 +696,7 @@ func (c *Coordinator[T]) timeoutsLocked(e *entry[T], now int64) {
 // moved on (the spec's DropStale of a quarantine).
 func (c *Coordinator[T]) dropQuarantineLocked(e *entry[T]) {
 	c.stats.quarantinesDropped.Add(1)
-	c.removeLocked(e, Event[T]{Kind: EventQuarantineDropped, Key: e.key(), Attempt: e.p.attempt, Generation: e.p.g.gen}, quarantinedTarget(e))
+	c.removeLocked(e, Event[T]{Kind: EventQuarantineDropped, Key: e.key(), Attempt: e.p.attempt(), Generation: e.p.g().gen}, quarantinedTarget(e))
 }
 
 // commitGen is the one reading of the target's generation that a commit of
@@ -705,7 +705,7 @@ func (c *Coordinator[T]) commitGen(e *entry[T]) uint64 {
 	if c.testBeforeBind != nil {
 		c.testBeforeBind()
 	}
-	return e.p.g.slot.gen.Load()
+	return e.p.g().slot.gen.Load()
 }
 
 // quarantinedTarget is the target a Quarantined event of e reports.
@@ -713,7 +713,7 @@ func quarantinedTarget[T comparable](e *entry[T]) *T {
 	if mutant("AmbiguousWithoutTarget") {
 		return nil
 	}
-	return &e.p.g.target
+	return &e.p.g().target
 }
 
 // quarantineLocked quarantines e's attempt, which became ambiguous at
@@ -1039,11 +1039,11 @@ func (c *Coordinator[T]) Resolve(key string, attempt, generation uint64, res Res
 	if e.removed || e.st != stQuarantined {
 		return ErrNotQuarantined
 	}
-	if attempt != e.p.attempt || generation != e.p.g.gen && !mutant("ResolveIgnoresGeneration") {
-		return &FencedError{Attempt: attempt, Generation: generation, CurrentAttempt: e.p.attempt, CurrentGeneration: e.p.g.gen}
+	if attempt != e.p.attempt() || generation != e.p.g().gen && !mutant("ResolveIgnoresGeneration") {
+		return &FencedError{Attempt: attempt, Generation: generation, CurrentAttempt: e.p.attempt(), CurrentGeneration: e.p.g().gen}
 	}
 	cur := c.commitGen(e)
-	if cur != e.p.g.gen {
+	if cur != e.p.g().gen {
 		// The target's generation moved on since timeoutsLocked looked:
 		// the quarantine is over (its binding would be stale at birth), at
 		// the same reading a commit would happen at.
@@ -1056,7 +1056,7 @@ func (c *Coordinator[T]) Resolve(key string, attempt, generation uint64, res Res
 		o = Accepted
 		c.stats.resolvedAccepted.Add(1)
 	}
-	c.emitLocked(Event[T]{Kind: EventResolved, Key: key, Attempt: attempt, Generation: generation, Outcome: o}, &e.p.g.target)
+	c.emitLocked(Event[T]{Kind: EventResolved, Key: key, Attempt: attempt, Generation: generation, Outcome: o}, &e.p.g().target)
 	if res == ResolveAccepted {
 		_, err := c.bindLocked(e, 0, now, cur)
 		return err
@@ -1080,7 +1080,7 @@ func (c *Coordinator[T]) bindLocked(e *entry[T], n uint64, now int64, cur uint64
 	} else {
 		b = new(binding[T])
 	}
-	b.e, b.g, b.version = e, e.p.g, e.p.attempt
+	b.e, b.g, b.version = e, e.p.g(), e.p.attempt()
 	d := now + c.ttl
 	b.deadline.Store(d)
 	if cur != b.g.gen {

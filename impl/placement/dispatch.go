@@ -171,8 +171,7 @@ func (c *Coordinator[T]) dispatchLocked(e *entry[T], r *Reservation[T], g *gener
 	d.r, d.attempt, d.g, d.deadline = r, c.attempts.Add(1), g, now+c.dispatchTimeout
 	r.d = d
 	e.st = stDispatching
-	e.p.attempt, e.p.g = d.attempt, g
-	e.p.deadline, e.p.dispatched = d.deadline, now
+	e.p.cur, e.p.deadline = d, d.deadline
 	if !mutant("DispatchDeadlineUnnoted") {
 		// The dispatch may time out (and its quarantine end) before the
 		// reservation's deadline: a full table must know to sweep then.
@@ -213,7 +212,7 @@ func (r *Reservation[T]) CommitAccepted(target T, generation uint64) (Lease[T], 
 	d := c.dispatchLocked(e, r, slot.at(generation), now)
 	d.settledLocked()
 	c.emitLocked(Event[T]{Kind: EventCommitted, Key: e.key(), Attempt: d.attempt, Generation: generation, Outcome: Accepted},
-		&e.p.g.target)
+		&e.p.g().target)
 	return c.commitLocked(e, r, now, c.commitGen(e))
 }
 
@@ -243,7 +242,7 @@ type Dispatch[T comparable] struct {
 	// timers are Context's deadline timers, stopped by the outcome
 	// (guarded by e.mu): nil while there are none, and settled once the
 	// guard is used (its outcome reported), so a guard is 40 bytes (and a
-	// Reservation, which holds its first, 144).
+	// Reservation, which holds its first, 128).
 	timers *[]*time.Timer
 }
 
@@ -389,7 +388,7 @@ func (d *Dispatch[T]) Complete(o Outcome) (Lease[T], error) {
 	}
 	now := c.now() // read once, under the lock: the operation happens at now
 	c.timeoutsLocked(e, now)
-	current := !e.removed && (e.st == stDispatching || e.st == stQuarantined) && e.p.attempt == d.attempt
+	current := !e.removed && (e.st == stDispatching || e.st == stQuarantined) && e.p.attempt() == d.attempt
 	if c.closedNow() && (o == Accepted || o == DefinitelyNotAccepted && current && e.st == stQuarantined) {
 		// Nothing is committed or settled after Close; the guard stays
 		// in flight, for Drop or Done to end.
@@ -401,8 +400,7 @@ func (d *Dispatch[T]) Complete(o Outcome) (Lease[T], error) {
 		if e.p == nil {
 			e.p = &pending[T]{}
 		}
-		e.p.attempt, e.p.g = d.attempt, d.g
-		e.p.dispatched = d.deadline - c.dispatchTimeout
+		e.p.cur = d
 		if e.st == stAbsent {
 			c.live.Add(1)
 		}
@@ -425,7 +423,7 @@ func (d *Dispatch[T]) Complete(o Outcome) (Lease[T], error) {
 	switch {
 	case o == Accepted:
 		cur := c.commitGen(e)
-		if late && cur != e.p.g.gen {
+		if late && cur != e.p.g().gen {
 			// The generation moved on since timeoutsLocked looked: the
 			// quarantine is over, at the reading the commit would use.
 			c.dropQuarantineLocked(e)
@@ -497,7 +495,7 @@ func (c *Coordinator[T]) currentAttempt(key string) (attempt, gen uint64) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if !e.removed && (e.st == stDispatching || e.st == stQuarantined) {
-		return e.p.attempt, e.p.g.gen
+		return e.p.attempt(), e.p.g().gen
 	}
 	return 0, 0
 }

@@ -98,19 +98,28 @@ func inlineBuf(n uintptr) uintptr { return (n + 15) &^ 15 }
 // a key that has none takes the one that comes in its reservation's
 // allocation (Reservation.spare).
 type pending[T comparable] struct {
-	resv     *Reservation[T] // the initializer (stReserved, stDispatching)
-	attempt  uint64          // the attempt in flight or quarantined
-	g        *generation[T]  // its target and generation (and the target's slot)
-	deadline int64           // initialization deadline, or the quarantine's (QuarantineTTL)
-	// dispatched is when the attempt was dispatched (its BeginDispatch):
-	// a quarantine reports it, so a resolver can bound the attempt's age.
-	dispatched int64
+	resv *Reservation[T] // the initializer (stReserved, stDispatching)
+	// cur is the dispatch in flight or quarantined (stDispatching,
+	// stQuarantined): its guard's attempt, generation and deadline never
+	// change, so the pending state refers to them rather than copying them.
+	cur      *Dispatch[T]
+	deadline int64 // initialization deadline, or the quarantine's (QuarantineTTL)
 	// resDeadline is the reservation's own deadline, set when the key is
 	// reserved and kept across dispatches: a DefinitelyNotAccepted
 	// rollback returns the reservation with it, never a fresh one.
 	resDeadline int64
 	waiters     *waitQueue[T] // the requests waiting on the key, longest first (nil: none yet)
 }
+
+// attempt is the attempt in flight or quarantined.
+func (p *pending[T]) attempt() uint64 { return p.cur.attempt }
+
+// g is its target and generation.
+func (p *pending[T]) g() *generation[T] { return p.cur.g }
+
+// dispatched is when the attempt was dispatched (its BeginDispatch): a
+// quarantine reports it, so a resolver can bound the attempt's age.
+func (p *pending[T]) dispatched() int64 { return p.cur.deadline - p.cur.r.c.dispatchTimeout }
 
 // keyed is an entry allocated with room for its key's bytes (B is a byte
 // array) just before it, so a lookup finds the key it compares beside the
@@ -293,7 +302,7 @@ type binding[T comparable] struct {
 }
 
 // c is the binding's coordinator.
-func (b *binding[T]) c() *Coordinator[T] { return b.g.slot.c }
+func (b *binding[T]) c() *Coordinator[T] { return b.g.c }
 
 func leases(w uint64) uint64 { return w & leaseMask }
 

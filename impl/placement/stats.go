@@ -309,9 +309,9 @@ func (c *Coordinator[T]) queryLocked(e *entry[T]) (i Info[T], again bool) {
 	case e.st == stReserved:
 		return Info[T]{State: StateReserved}, false
 	case e.st == stDispatching:
-		return Info[T]{State: StateDispatching, Target: e.p.g.target, Generation: e.p.g.gen, Attempt: e.p.attempt}, false
+		return Info[T]{State: StateDispatching, Target: e.p.g().target, Generation: e.p.g().gen, Attempt: e.p.attempt()}, false
 	case e.st == stQuarantined:
-		return Info[T]{State: StateQuarantined, Target: e.p.g.target, Generation: e.p.g.gen, Attempt: e.p.attempt}, false
+		return Info[T]{State: StateQuarantined, Target: e.p.g().target, Generation: e.p.g().gen, Attempt: e.p.attempt()}, false
 	}
 	return Info[T]{}, false
 }

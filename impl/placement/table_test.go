@@ -185,7 +185,7 @@ func (c *Coordinator[T]) hit(key string) (Lease[T], bool) {
 // TestEntryLayout checks the layout entry.go describes, for a 16-byte
 // target (a worker id and rank): a bound session with a key of up to 16
 // bytes is one 96-byte allocation (and a new session's Reservation one of
-// 144); the key's bytes (or a long key's
+// 128); the key's bytes (or a long key's
 // string) end where the entry begins; and what a lookup that finds the key
 // reads (the key, hash, klen and bound) never shares a cache line with the
 // binding's word and deadline, which hits and releases write, for every
@@ -205,8 +205,8 @@ func TestEntryLayout(t *testing.T) {
 	}
 	// A new session's other allocation: its Reservation, with its first
 	// dispatch's guard and the key's pending state.
-	if s := unsafe.Sizeof(Reservation[w16]{}); s != 144 {
-		t.Errorf("a Reservation is %d bytes, want 144", s)
+	if s := unsafe.Sizeof(Reservation[w16]{}); s != 128 {
+		t.Errorf("a Reservation is %d bytes, want 128", s)
 	}
 	word := unsafe.Offsetof(e.first) + unsafe.Offsetof(e.first.word)
 	if end := unsafe.Offsetof(e.first) + unsafe.Sizeof(e.first); unsafe.Offsetof(e.first.deadline) != unsafe.Offsetof(e.first.word)+8 || end != unsafe.Sizeof(e) {
