@@ -631,6 +631,17 @@ func (c *Coordinator[T]) removeLocked(e *entry[T], ev Event[T], target *T) {
 		c.beginRemoval()
 		defer c.endRemoval()
 	}
+	c.removeBegunLocked(e, ev, target)
+}
+
+// removeBegunLocked is removeLocked for a caller that has begun the
+// removal itself (beginRemoval before the change that makes the binding
+// read as gone, endRemoval after this returns): it announces none of its
+// own, which would begin after and end before the caller's.
+func (c *Coordinator[T]) removeBegunLocked(e *entry[T], ev Event[T], target *T) {
+	if e.removed {
+		return
+	}
 	if ev.Kind != 0 {
 		c.emitLocked(ev, target)
 	}
@@ -920,6 +931,12 @@ func (c *Coordinator[T]) removeBindingLocked(e *entry[T], b *binding[T]) {
 	c.removeLocked(e, removedEvent(b), &b.g.target)
 }
 
+// removeBindingBegunLocked is removeBindingLocked within a removal the
+// caller has begun (see removeBegunLocked).
+func (c *Coordinator[T]) removeBindingBegunLocked(e *entry[T], b *binding[T]) {
+	c.removeBegunLocked(e, removedEvent(b), &b.g.target)
+}
+
 // publishHint sets nextExpiry to the earliest deadline a sweep saw. It may
 // raise the hint only if no deadline was noted since the sweep started
 // (such a note may concern an entry the scan passed before it became
@@ -1150,7 +1167,7 @@ func (c *Coordinator[T]) InvalidateKey(key string) (bool, error) {
 			// a concurrent hit makes fail.
 			if b.word.CompareAndSwap(w, w|deadBit) {
 				b.died(w)
-				c.removeBindingLocked(e, b)
+				c.removeBindingBegunLocked(e, b)
 				return true, nil
 			}
 		}

@@ -355,7 +355,9 @@ func (b *binding[T]) killIfExpired(now int64) bool {
 // total, and it leaves its target's count if it is in it (see
 // targetSlot.counted).
 func (b *binding[T]) died(w uint64) {
-	b.c().stats.deadHits.Add(hitsOf(w))
+	if h := hitsOf(w); h != 0 { // (a binding never hit through its cell has none)
+		b.c().stats.deadHits.Add(h)
+	}
 	if p := b.g.slot.bound.Load(); p.gen == b.g.gen {
 		p.n.Add(-1)
 	}

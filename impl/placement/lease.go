@@ -258,7 +258,7 @@ func (c *Coordinator[T]) endClosing(b *binding[T]) {
 			if b.word.CompareAndSwap(w, (w&^leaseMask)|deadBit) {
 				b.died(w)
 				if !e.removed && e.bound.Load() == b {
-					c.removeBindingLocked(e, b)
+					c.removeBindingBegunLocked(e, b)
 				}
 				return
 			}
