@@ -53,19 +53,25 @@ func (s *targetSlot[T]) at(gen uint64) *generation[T] {
 }
 
 // catalog maps targets to their generations; unknown targets are at
-// generation 1. Lookups are lock-free: a Go map that is never written once
-// published (read), replaced by a copy with the targets seen since
-// (dirty, under mu) once these are more than a sixteenth of it, so a new
-// target costs amortized O(1) copies, and only the first sight of a target
-// allocates. A router reads a target's generation and then dispatches to
-// it: two lookups of one target per new session, each a plain map lookup
-// (it was a sync.Map's, with its key boxed; issue 28).
+// generation 1. A lookup is a plain Go map lookup, lock-free: the map
+// (read) is never written once published. A target seen for the first
+// time goes into a small map beside it (dirty, under mu) and read is
+// replaced by a copy with dirty's targets once these are more than a
+// sixteenth of it, or once lookups have had to lock for them that many
+// times, so a new target costs amortized O(1) copies and a bounded number
+// of locked lookups; only the first sight of a target allocates. While
+// dirty is empty (almost always) a lookup of a target never seen takes no
+// lock either. A router reads a target's generation and then dispatches to
+// it: two lookups of one target per new session, each a map lookup (they
+// were a sync.Map's, with the key boxed; issue 28).
 type catalog[T comparable] struct {
-	owner *Coordinator[T]
-	read  atomic.Pointer[map[T]*targetSlot[T]]
-	mu    sync.Mutex
-	dirty map[T]*targetSlot[T] // targets not yet in read (guarded by mu)
-	epoch atomic.Uint64        // moved after every generation change
+	owner  *Coordinator[T]
+	read   atomic.Pointer[map[T]*targetSlot[T]]
+	dirtyN atomic.Int64 // len(dirty)
+	mu     sync.Mutex
+	dirty  map[T]*targetSlot[T] // targets not yet in read (guarded by mu)
+	misses int                  // locked lookups since the last copy (guarded by mu)
+	epoch  atomic.Uint64        // moved after every generation change
 	// bumping counts the bumps under way: from before one stores its new
 	// generation until it has moved epoch. A capacity check that can see
 	// a new generation thus sees either the bump under way or a moved
@@ -73,16 +79,29 @@ type catalog[T comparable] struct {
 	bumping atomic.Int32
 }
 
-// lookup returns t's slot if t was ever seen.
-func (c *catalog[T]) lookup(t T) (*targetSlot[T], bool) {
+// fast looks t up without the lock: found, or (dirty empty) certainly
+// absent. Loading dirtyN before read makes a target that left dirty for
+// read (read stored first) found by one or the other.
+func (c *catalog[T]) fast(t T) (s *targetSlot[T], ok, sure bool) {
+	n := c.dirtyN.Load()
 	if m := c.read.Load(); m != nil {
 		if s, ok := (*m)[t]; ok {
-			return s, true
+			return s, true, true
 		}
+	}
+	return nil, false, n == 0
+}
+
+// lookup returns t's slot if t was ever seen.
+func (c *catalog[T]) lookup(t T) (*targetSlot[T], bool) {
+	if s, ok, sure := c.fast(t); sure {
+		return s, ok
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.lookupLocked(t)
+	s, ok := c.lookupLocked(t)
+	c.missedLocked()
+	return s, ok
 }
 
 func (c *catalog[T]) lookupLocked(t T) (*targetSlot[T], bool) {
@@ -97,14 +116,13 @@ func (c *catalog[T]) lookupLocked(t T) (*targetSlot[T], bool) {
 
 // slot returns t's slot, making it on t's first sight.
 func (c *catalog[T]) slot(t T) *targetSlot[T] {
-	if m := c.read.Load(); m != nil {
-		if s, ok := (*m)[t]; ok {
-			return s
-		}
+	if s, ok, _ := c.fast(t); ok {
+		return s
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if s, ok := c.lookupLocked(t); ok {
+		c.missedLocked()
 		return s
 	}
 	s := &targetSlot[T]{c: c.owner, target: t}
@@ -114,22 +132,44 @@ func (c *catalog[T]) slot(t T) *targetSlot[T] {
 		c.dirty = make(map[T]*targetSlot[T])
 	}
 	c.dirty[t] = s
+	c.dirtyN.Store(int64(len(c.dirty)))
+	if len(c.dirty) > c.readLen()/16 {
+		c.promoteLocked()
+	}
+	return s
+}
+
+func (c *catalog[T]) readLen() int {
+	if m := c.read.Load(); m != nil {
+		return len(*m)
+	}
+	return 0
+}
+
+// missedLocked counts a lookup that had to lock, and copies dirty into read
+// after more than a sixteenth of read's size of them.
+func (c *catalog[T]) missedLocked() {
+	if c.misses++; len(c.dirty) > 0 && c.misses > c.readLen()/16 {
+		c.promoteLocked()
+	}
+}
+
+// promoteLocked replaces read by a copy holding dirty's targets too.
+func (c *catalog[T]) promoteLocked() {
 	var old map[T]*targetSlot[T]
 	if m := c.read.Load(); m != nil {
 		old = *m
 	}
-	if len(c.dirty) > len(old)/16 {
-		m := make(map[T]*targetSlot[T], len(old)+len(c.dirty))
-		for k, v := range old {
-			m[k] = v
-		}
-		for k, v := range c.dirty {
-			m[k] = v
-		}
-		c.read.Store(&m)
-		c.dirty = nil
+	m := make(map[T]*targetSlot[T], len(old)+len(c.dirty))
+	for k, v := range old {
+		m[k] = v
 	}
-	return s
+	for k, v := range c.dirty {
+		m[k] = v
+	}
+	c.read.Store(&m) // before dirtyN: see fast
+	c.dirty, c.misses = nil, 0
+	c.dirtyN.Store(0)
 }
 
 func (c *catalog[T]) bump(t T) uint64 {
