@@ -48,7 +48,7 @@ func TestBoundary_HitAtIdleDeadline(t *testing.T) {
 		"TryAcquire": c.TryAcquire,
 		"Acquire":    func(key string) (Acquisition[target], error) { return c.Acquire(context.Background(), key) },
 		"the slow path": func(key string) (Acquisition[target], error) {
-			return c.acquireSlow(context.Background(), key, false)
+			return c.acquireSlow(context.Background(), key, false, nil, 0)
 		},
 	}
 	for name := range acquires {
@@ -58,7 +58,7 @@ func TestBoundary_HitAtIdleDeadline(t *testing.T) {
 
 	at(t, clk, deadline-1)
 	for name, acquire := range acquires {
-		l, ok := c.tryHit(name)
+		l, ok := c.hit(name)
 		if !ok {
 			t.Fatalf("%s: the lock-free hit missed one nanosecond before the idle deadline", name)
 		}
@@ -75,7 +75,7 @@ func TestBoundary_HitAtIdleDeadline(t *testing.T) {
 
 	at(t, clk, deadline)
 	for name, acquire := range acquires {
-		if _, ok := c.tryHit(name); ok {
+		if _, ok := c.hit(name); ok {
 			t.Fatalf("%s: the lock-free hit took a lease at the idle deadline", name)
 		}
 		rec.mu.Lock()
@@ -108,7 +108,7 @@ func TestBoundary_QueryAtIdleDeadline(t *testing.T) {
 		t.Fatalf("at the idle deadline: %+v, want Absent", i)
 	}
 	wantKinds(t, rec, EventReserved, EventCommitted, EventExpired)
-	if _, ok := c.tryHit("s"); ok {
+	if _, ok := c.hit("s"); ok {
 		t.Fatal("a binding Query read as expired was hit")
 	}
 	if s := c.Stats(); s.Expirations != 1 || s.Live != 0 {

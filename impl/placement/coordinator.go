@@ -273,10 +273,11 @@ func (c *Coordinator[T]) Acquire(ctx context.Context, key string) (Acquisition[T
 	if err := c.checkKey(key); err != nil {
 		return Acquisition[T]{}, err
 	}
-	if l, ok := c.tryHit(key); ok {
+	l, e, h := c.tryHit(key)
+	if l.b != nil {
 		return Acquisition[T]{Lease: l}, nil
 	}
-	return c.acquireSlow(ctx, key, true)
+	return c.acquireSlow(ctx, key, true, e, h)
 }
 
 // TryAcquire is Acquire without waiting: it returns ErrWouldWait while
@@ -287,49 +288,59 @@ func (c *Coordinator[T]) TryAcquire(key string) (Acquisition[T], error) {
 	if err := c.checkKey(key); err != nil {
 		return Acquisition[T]{}, err
 	}
-	if l, ok := c.tryHit(key); ok {
+	l, e, h := c.tryHit(key)
+	if l.b != nil {
 		return Acquisition[T]{Lease: l}, nil
 	}
-	return c.acquireSlow(context.Background(), key, false)
+	return c.acquireSlow(context.Background(), key, false, e, h)
 }
 
 // tryHit is the hot path: a live, current binding gains a lease with one
-// compare-and-swap.
-func (c *Coordinator[T]) tryHit(key string) (Lease[T], bool) {
+// compare-and-swap. On a miss it returns what its lookup found, for the
+// slow path to start from without looking again: the key's hash h (0 if
+// it did not look) and its entry e (nil if none was linked).
+func (c *Coordinator[T]) tryHit(key string) (l Lease[T], e *entry[T], h uint32) {
 	if c.closed.Load() {
-		return Lease[T]{}, false
+		return Lease[T]{}, nil, 0
 	}
-	e, ok := c.table.load(key)
-	if !ok {
-		return Lease[T]{}, false
+	h = c.table.hash(key)
+	e = c.table.loadHashed(h, key)
+	if e == nil {
+		return Lease[T]{}, nil, h
 	}
 	b := e.bound.Load()
 	if b == nil || b.stale() && !mutant("IgnoresGenerationFence") {
-		return Lease[T]{}, false
+		return Lease[T]{}, e, h
 	}
 	for {
 		w := b.word.Load()
 		if w&deadBit != 0 || leases(w) == MaxLeases || (leases(w) == 0 && b.deadline.Load() <= c.now()) {
-			return Lease[T]{}, false
+			return Lease[T]{}, e, h
 		}
 		if mutant("ExpiryWithoutKill") {
 			widenWindow() // between the clock reading and the swap
 		}
 		if l, ok := c.take(b, w); ok {
-			return l, true
+			return l, nil, 0
 		}
 	}
 }
 
-func (c *Coordinator[T]) entryFor(key string) *entry[T] {
-	return c.table.loadOrStore(key, func(h uint32) *entry[T] {
-		e := newEntry[T](key)
-		e.hash = h
-		return e
-	})
+func (c *Coordinator[T]) newEntry(h uint32, key string) *entry[T] {
+	e := newEntry[T](key)
+	e.hash = h
+	return e
 }
 
-func (c *Coordinator[T]) acquireSlow(ctx context.Context, key string, wait bool) (Acquisition[T], error) {
+func (c *Coordinator[T]) entryFor(key string) *entry[T] {
+	return c.table.loadOrStore(key, func(h uint32) *entry[T] { return c.newEntry(h, key) })
+}
+
+// acquireSlow is Acquire's slow path. found and h are what tryHit's lookup
+// found: the key's entry (nil: none was linked) and hash (0: it did not
+// look); the first round starts from them, so a new session hashes and
+// walks its key's chain once before it links its entry, not twice.
+func (c *Coordinator[T]) acquireSlow(ctx context.Context, key string, wait bool, found *entry[T], h uint32) (Acquisition[T], error) {
 	var (
 		w      *waiting[T] // this call's place in its key's queue, once it waits
 		we     *entry[T]   // the entry w is queued on
@@ -356,7 +367,16 @@ func (c *Coordinator[T]) acquireSlow(ctx context.Context, key string, wait bool)
 				c.testAfterHandOffCheck()
 			}
 		}
-		e := c.entryFor(key)
+		var e *entry[T]
+		switch {
+		case found != nil: // tryHit's entry: lock it (removed: look again)
+			e, found = found, nil
+		case h != 0: // tryHit found none: link one, looking only under the lock
+			e = c.table.storeHashed(h, key, func(h uint32) *entry[T] { return c.newEntry(h, key) })
+		default:
+			e = c.entryFor(key)
+		}
+		h = 0 // later rounds look afresh
 		e.mu.Lock()
 		if e.removed {
 			e.mu.Unlock()
@@ -429,10 +449,10 @@ func (c *Coordinator[T]) acquireSlow(ctx context.Context, key string, wait bool)
 					continue
 				}
 				c.stats.expirations.Add(1)
-				c.emitLocked(Event[T]{Kind: EventExpired, Key: key, Attempt: b.version, Generation: b.gen}, &b.target)
+				c.emitLocked(Event[T]{Kind: EventExpired, Key: key, Attempt: b.version, Generation: b.g.gen}, &b.g.target)
 			} else {
 				b.kill()
-				c.emitLocked(removedEvent(b), &b.target)
+				c.emitLocked(removedEvent(b), &b.g.target)
 			}
 			// Expired or stale: the key is free. Re-initialize it in place,
 			// reusing the slot, for the longest waiter if one waits ahead.
@@ -457,8 +477,8 @@ func (c *Coordinator[T]) acquireSlow(ctx context.Context, key string, wait bool)
 				return Acquisition[T]{Reservation: r}, nil
 			}
 			e.leaveLocked(w)
-			err := &AmbiguousError[T]{Key: key, Attempt: e.p.attempt, Generation: e.p.tgen, Target: e.p.target,
-				Expires: time.Duration(e.p.deadline), DispatchedAt: time.Duration(e.p.dispatched)}
+			err := &AmbiguousError[T]{Key: key, Attempt: e.p.attempt(), Generation: e.p.g().gen, Target: e.p.g().target,
+				Expires: time.Duration(e.p.deadline), DispatchedAt: time.Duration(e.p.dispatched())}
 			if mutant("AmbiguousWithoutTarget") {
 				var zero T
 				err.Target = zero
@@ -554,7 +574,7 @@ func (c *Coordinator[T]) leaveClosed(e *entry[T], w *waiting[T]) error {
 	e.mu.Lock()
 	e.leaveLocked(w)
 	if r := w.resv; r != nil && !e.removed && e.st == stReserved && e.p.resv == r {
-		c.removeLocked(e, Event[T]{Kind: EventRemoved, Key: e.key}, nil)
+		c.removeLocked(e, Event[T]{Kind: EventRemoved, Key: e.key()}, nil)
 	}
 	e.mu.Unlock()
 	return ErrClosed
@@ -589,10 +609,11 @@ func (c *Coordinator[T]) handOffLocked(e *entry[T], now int64) {
 func (c *Coordinator[T]) reserveLocked(e *entry[T], now int64) *Reservation[T] {
 	r := &Reservation[T]{c: c, e: e}
 	d := now + c.reserveTimeout
-	e.st, e.p = stReserved, &pending[T]{resv: r, deadline: d, resDeadline: d}
-	c.noteDeadline(e.p.deadline)
+	p := e.pendingLocked(&r.spare)
+	e.st, p.resv, p.deadline, p.resDeadline = stReserved, r, d, d
+	c.noteDeadline(d)
 	c.stats.reservations.Add(1)
-	c.emitLocked(Event[T]{Kind: EventReserved, Key: e.key}, nil)
+	c.emitLocked(Event[T]{Kind: EventReserved, Key: e.key()}, nil)
 	return r
 }
 
@@ -610,6 +631,17 @@ func (c *Coordinator[T]) removeLocked(e *entry[T], ev Event[T], target *T) {
 		c.beginRemoval()
 		defer c.endRemoval()
 	}
+	c.removeBegunLocked(e, ev, target)
+}
+
+// removeBegunLocked is removeLocked for a caller that has begun the
+// removal itself (beginRemoval before the change that makes the binding
+// read as gone, endRemoval after this returns): it announces none of its
+// own, which would begin after and end before the caller's.
+func (c *Coordinator[T]) removeBegunLocked(e *entry[T], ev Event[T], target *T) {
+	if e.removed {
+		return
+	}
 	if ev.Kind != 0 {
 		c.emitLocked(ev, target)
 	}
@@ -618,14 +650,18 @@ func (c *Coordinator[T]) removeLocked(e *entry[T], ev Event[T], target *T) {
 		e.bound.Store(nil)
 	}
 	if c.testBeforeFree != nil {
-		c.testBeforeFree(e.key)
+		c.testBeforeFree(e.key())
 	}
 	wasLive := e.st != stAbsent
 	if wasLive && e.hasWaitersLocked() && !c.closed.Load() && !mutant("NoHandOff") {
 		c.handOffLocked(e, c.now())
 		return
 	}
-	e.st, e.p, e.removed = stAbsent, nil, true
+	e.st, e.removed = stAbsent, true
+	if e.p != nil {
+		e.p.resv = nil
+		e.dropPendingLocked()
+	}
 	// Free the slot before unlinking the entry: a fresh entry for the same
 	// key must never see the departed one still counted. (Anyone who finds
 	// the departed entry in the map locks it, sees removed, and retries.)
@@ -634,7 +670,7 @@ func (c *Coordinator[T]) removeLocked(e *entry[T], ev Event[T], target *T) {
 	}
 	c.table.unlink(e)
 	if c.testAfterUnlink != nil {
-		c.testAfterUnlink(e.key)
+		c.testAfterUnlink(e.key())
 	}
 	e.notifyLocked()
 }
@@ -648,21 +684,21 @@ func (c *Coordinator[T]) removeLocked(e *entry[T], ev Event[T], target *T) {
 func (c *Coordinator[T]) timeoutsLocked(e *entry[T], now int64) {
 	switch {
 	case e.st == stReserved && e.p.deadline <= now:
-		c.removeLocked(e, Event[T]{Kind: EventRemoved, Key: e.key}, nil)
+		c.removeLocked(e, Event[T]{Kind: EventRemoved, Key: e.key()}, nil)
 	case e.st == stDispatching && e.p.deadline <= now:
 		// QuarantineTTL counts from the dispatch's deadline, however late
 		// this access applies the timeout.
 		c.quarantineLocked(e, e.p.deadline)
-		c.emitLocked(Event[T]{Kind: EventQuarantined, Key: e.key, Attempt: e.p.attempt, Generation: e.p.tgen, Outcome: Ambiguous},
+		c.emitLocked(Event[T]{Kind: EventQuarantined, Key: e.key(), Attempt: e.p.attempt(), Generation: e.p.g().gen, Outcome: Ambiguous},
 			quarantinedTarget(e))
 	}
 	if e.st == stQuarantined && !e.removed {
 		switch {
-		case e.p.slot.gen.Load() != e.p.tgen && !mutant("QuarantineIgnoresGeneration"):
+		case e.p.g().slot.gen.Load() != e.p.g().gen && !mutant("QuarantineIgnoresGeneration"):
 			c.dropQuarantineLocked(e)
 		case e.p.deadline <= now && !mutant("QuarantineNeverExpires"):
 			c.stats.quarantineExpirations.Add(1)
-			c.removeLocked(e, Event[T]{Kind: EventQuarantineExpired, Key: e.key, Attempt: e.p.attempt, Generation: e.p.tgen}, quarantinedTarget(e))
+			c.removeLocked(e, Event[T]{Kind: EventQuarantineExpired, Key: e.key(), Attempt: e.p.attempt(), Generation: e.p.g().gen}, quarantinedTarget(e))
 		}
 	}
 }
@@ -671,7 +707,7 @@ func (c *Coordinator[T]) timeoutsLocked(e *entry[T], now int64) {
 // moved on (the spec's DropStale of a quarantine).
 func (c *Coordinator[T]) dropQuarantineLocked(e *entry[T]) {
 	c.stats.quarantinesDropped.Add(1)
-	c.removeLocked(e, Event[T]{Kind: EventQuarantineDropped, Key: e.key, Attempt: e.p.attempt, Generation: e.p.tgen}, quarantinedTarget(e))
+	c.removeLocked(e, Event[T]{Kind: EventQuarantineDropped, Key: e.key(), Attempt: e.p.attempt(), Generation: e.p.g().gen}, quarantinedTarget(e))
 }
 
 // commitGen is the one reading of the target's generation that a commit of
@@ -680,7 +716,7 @@ func (c *Coordinator[T]) commitGen(e *entry[T]) uint64 {
 	if c.testBeforeBind != nil {
 		c.testBeforeBind()
 	}
-	return e.p.slot.gen.Load()
+	return e.p.g().slot.gen.Load()
 }
 
 // quarantinedTarget is the target a Quarantined event of e reports.
@@ -688,7 +724,7 @@ func quarantinedTarget[T comparable](e *entry[T]) *T {
 	if mutant("AmbiguousWithoutTarget") {
 		return nil
 	}
-	return &e.p.target
+	return &e.p.g().target
 }
 
 // quarantineLocked quarantines e's attempt, which became ambiguous at
@@ -881,18 +917,24 @@ func (c *Coordinator[T]) expireLocked(e *entry[T], b *binding[T], now int64) boo
 // expired (killIfExpired), and reports it.
 func (c *Coordinator[T]) expiredLocked(e *entry[T], b *binding[T]) {
 	c.stats.expirations.Add(1)
-	c.removeLocked(e, Event[T]{Kind: EventExpired, Key: e.key, Attempt: b.version, Generation: b.gen}, &b.target)
+	c.removeLocked(e, Event[T]{Kind: EventExpired, Key: e.key(), Attempt: b.version, Generation: b.g.gen}, &b.g.target)
 }
 
 // removedEvent reports that binding b left the table (not by expiry).
 func removedEvent[T comparable](b *binding[T]) Event[T] {
-	return Event[T]{Kind: EventRemoved, Key: b.e.key, Attempt: b.version, Generation: b.gen}
+	return Event[T]{Kind: EventRemoved, Key: b.e.key(), Attempt: b.version, Generation: b.g.gen}
 }
 
 // removeBindingLocked removes e, whose binding b ends (not by expiry), and
 // reports it.
 func (c *Coordinator[T]) removeBindingLocked(e *entry[T], b *binding[T]) {
-	c.removeLocked(e, removedEvent(b), &b.target)
+	c.removeLocked(e, removedEvent(b), &b.g.target)
+}
+
+// removeBindingBegunLocked is removeBindingLocked within a removal the
+// caller has begun (see removeBegunLocked).
+func (c *Coordinator[T]) removeBindingBegunLocked(e *entry[T], b *binding[T]) {
+	c.removeBegunLocked(e, removedEvent(b), &b.g.target)
 }
 
 // publishHint sets nextExpiry to the earliest deadline a sweep saw. It may
@@ -1014,11 +1056,11 @@ func (c *Coordinator[T]) Resolve(key string, attempt, generation uint64, res Res
 	if e.removed || e.st != stQuarantined {
 		return ErrNotQuarantined
 	}
-	if attempt != e.p.attempt || generation != e.p.tgen && !mutant("ResolveIgnoresGeneration") {
-		return &FencedError{Attempt: attempt, Generation: generation, CurrentAttempt: e.p.attempt, CurrentGeneration: e.p.tgen}
+	if attempt != e.p.attempt() || generation != e.p.g().gen && !mutant("ResolveIgnoresGeneration") {
+		return &FencedError{Attempt: attempt, Generation: generation, CurrentAttempt: e.p.attempt(), CurrentGeneration: e.p.g().gen}
 	}
 	cur := c.commitGen(e)
-	if cur != e.p.tgen {
+	if cur != e.p.g().gen {
 		// The target's generation moved on since timeoutsLocked looked:
 		// the quarantine is over (its binding would be stale at birth), at
 		// the same reading a commit would happen at.
@@ -1031,7 +1073,7 @@ func (c *Coordinator[T]) Resolve(key string, attempt, generation uint64, res Res
 		o = Accepted
 		c.stats.resolvedAccepted.Add(1)
 	}
-	c.emitLocked(Event[T]{Kind: EventResolved, Key: key, Attempt: attempt, Generation: generation, Outcome: o}, &e.p.target)
+	c.emitLocked(Event[T]{Kind: EventResolved, Key: key, Attempt: attempt, Generation: generation, Outcome: o}, &e.p.g().target)
 	if res == ResolveAccepted {
 		_, err := c.bindLocked(e, 0, now, cur)
 		return err
@@ -1055,28 +1097,29 @@ func (c *Coordinator[T]) bindLocked(e *entry[T], n uint64, now int64, cur uint64
 	} else {
 		b = new(binding[T])
 	}
-	b.e, b.target, b.slot, b.gen, b.version = e, e.p.target, e.p.slot, e.p.tgen, e.p.attempt
+	b.e, b.g, b.version = e, e.p.g(), e.p.attempt()
 	d := now + c.ttl
 	b.deadline.Store(d)
-	if cur != b.gen {
+	if cur != b.g.gen {
 		b.word.Store(n | deadBit)
 		c.stats.staleAtBirth.Add(1)
 		c.removeBindingLocked(e, b)
 		if mutant("StaleAtBirthSilent") {
 			return b, nil
 		}
-		return b, &GenerationMovedError[T]{Key: e.key, Attempt: b.version, Target: b.target, Generation: b.gen,
+		return b, &GenerationMovedError[T]{Key: e.key(), Attempt: b.version, Target: b.g.target, Generation: b.g.gen,
 			CurrentGeneration: cur}
 	}
 	b.word.Store(n)
 	if n == 0 {
 		c.noteDeadline(d)
 	}
-	b.slot.counted(b)
+	b.g.slot.counted(b)
 	c.stats.binds.Add(1)
 	e.bound.Store(b)
-	e.st, e.p = stBound, nil
+	e.st, e.p.resv = stBound, nil
 	e.notifyLocked()
+	e.dropPendingLocked()
 	return b, nil
 }
 
@@ -1124,7 +1167,7 @@ func (c *Coordinator[T]) InvalidateKey(key string) (bool, error) {
 			// a concurrent hit makes fail.
 			if b.word.CompareAndSwap(w, w|deadBit) {
 				b.died(w)
-				c.removeBindingLocked(e, b)
+				c.removeBindingBegunLocked(e, b)
 				return true, nil
 			}
 		}
@@ -1162,7 +1205,12 @@ func (c *Coordinator[T]) Config() Config[T] { return c.cfg }
 
 // Generation returns target's current generation (1 for a target never
 // bumped).
-func (c *Coordinator[T]) Generation(target T) uint64 { return c.catalog.slot(target).gen.Load() }
+func (c *Coordinator[T]) Generation(target T) uint64 {
+	if s, ok := c.catalog.lookup(target); ok {
+		return s.gen.Load()
+	}
+	return 1 // never seen: no slot is made for a read
+}
 
 // BumpGeneration records that target left or rejoined and returns its new
 // generation. Every binding to an older generation is fenced at once: hits

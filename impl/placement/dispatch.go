@@ -65,10 +65,16 @@ type Reservation[T comparable] struct {
 	// commit (Complete(Accepted), CommitAccepted) returned.
 	d     *Dispatch[T]
 	lease Lease[T]
+	// first and spare come in the reservation's one allocation (a new
+	// session allocates it and its entry, nothing else; issue 28): the
+	// guard of its first dispatch, and the pending state the key takes
+	// if its entry has none (see entry.pendingLocked).
+	first Dispatch[T]
+	spare pending[T]
 }
 
 // Key returns the reserved session key.
-func (r *Reservation[T]) Key() string { return r.e.key }
+func (r *Reservation[T]) Key() string { return r.e.key() }
 
 // heldLocked applies the lazy timeouts at now and reports whether r still
 // holds the key's reservation (and not a dispatch).
@@ -87,7 +93,7 @@ func (r *Reservation[T]) Cancel() error {
 	if !r.heldLocked(r.c.now()) {
 		return ErrReservationLost
 	}
-	r.c.removeLocked(e, Event[T]{Kind: EventRemoved, Key: e.key}, nil)
+	r.c.removeLocked(e, Event[T]{Kind: EventRemoved, Key: e.key()}, nil)
 	return nil
 }
 
@@ -134,7 +140,7 @@ func (r *Reservation[T]) Done() {
 // is kept (Cancel or Done gives it up).
 func (r *Reservation[T]) BeginDispatch(target T, generation uint64) (*Dispatch[T], error) {
 	c, e := r.c, r.e
-	slot := c.catalog.slot(target)
+	slot := c.catalog.slot(target) // a lookup the router's Generation just made: cheap (see catalog)
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if c.closedNow() {
@@ -151,16 +157,21 @@ func (r *Reservation[T]) BeginDispatch(target T, generation uint64) (*Dispatch[T
 	if cur := slot.gen.Load(); generation != cur {
 		return nil, &FencedError{Generation: generation, CurrentGeneration: cur}
 	}
-	return c.dispatchLocked(e, r, target, slot, generation, now), nil
+	return c.dispatchLocked(e, r, slot.at(generation), now), nil
 }
 
-func (c *Coordinator[T]) dispatchLocked(e *entry[T], r *Reservation[T], target T, slot *targetSlot[T], gen uint64, now int64) *Dispatch[T] {
-	d := &Dispatch[T]{c: c, e: e, r: r, attempt: c.attempts.Add(1), target: target, gen: gen,
-		deadline: now + c.dispatchTimeout}
+// dispatchLocked begins r's dispatch of e to generation g of its target,
+// at now. The reservation's first dispatch uses the guard allocated with
+// it; a retry (after DefinitelyNotAccepted) allocates its own.
+func (c *Coordinator[T]) dispatchLocked(e *entry[T], r *Reservation[T], g *generation[T], now int64) *Dispatch[T] {
+	d := &r.first
+	if r.d != nil {
+		d = new(Dispatch[T])
+	}
+	d.r, d.attempt, d.g, d.deadline = r, c.attempts.Add(1), g, now+c.dispatchTimeout
 	r.d = d
 	e.st = stDispatching
-	e.p.attempt, e.p.target, e.p.slot, e.p.tgen = d.attempt, target, slot, gen
-	e.p.deadline, e.p.dispatched = d.deadline, now
+	e.p.cur, e.p.deadline = d, d.deadline
 	if !mutant("DispatchDeadlineUnnoted") {
 		// The dispatch may time out (and its quarantine end) before the
 		// reservation's deadline: a full table must know to sweep then.
@@ -198,10 +209,10 @@ func (r *Reservation[T]) CommitAccepted(target T, generation uint64) (Lease[T], 
 	if cur := slot.gen.Load(); generation != cur {
 		return Lease[T]{}, &FencedError{Generation: generation, CurrentGeneration: cur}
 	}
-	d := c.dispatchLocked(e, r, target, slot, generation, now)
+	d := c.dispatchLocked(e, r, slot.at(generation), now)
 	d.settledLocked()
-	c.emitLocked(Event[T]{Kind: EventCommitted, Key: e.key, Attempt: d.attempt, Generation: generation, Outcome: Accepted},
-		&e.p.target)
+	c.emitLocked(Event[T]{Kind: EventCommitted, Key: e.key(), Attempt: d.attempt, Generation: generation, Outcome: Accepted},
+		&e.p.g().target)
 	return c.commitLocked(e, r, now, c.commitGen(e))
 }
 
@@ -222,18 +233,25 @@ func (c *Coordinator[T]) commitLocked(e *entry[T], r *Reservation[T], now int64,
 // outcome; a guard dropped without an outcome (Drop), or one that outlives
 // the DispatchTimeout, quarantines the key. A guard is used once.
 type Dispatch[T comparable] struct {
-	c       *Coordinator[T]
-	e       *entry[T]
-	r       *Reservation[T]
+	r       *Reservation[T] // its coordinator and entry are r's
 	attempt uint64
-	target  T
-	gen     uint64
+	g       *generation[T] // the target and generation
 	// deadline is when the dispatch times out (BeginDispatch's reading
 	// plus DispatchTimeout), on the coordinator's clock.
 	deadline int64
-	used     bool          // guarded by e.mu
-	timers   []*time.Timer // Context's deadline timers, stopped by the outcome (guarded by e.mu)
+	// timers are Context's deadline timers, stopped by the outcome
+	// (guarded by e.mu): nil while there are none, and settled once the
+	// guard is used (its outcome reported), so a guard is 40 bytes (and a
+	// Reservation, which holds its first, 128).
+	timers *[]*time.Timer
 }
+
+// settled is the timers of a used guard.
+var settled = new([]*time.Timer)
+
+// usedLocked reports whether the guard's outcome was reported (guarded by
+// e.mu).
+func (d *Dispatch[T]) usedLocked() bool { return d.timers == settled }
 
 // Attempt returns the attempt id, which a router may send to the target as
 // an idempotency key. Ids are never 0. Within a coordinator they strictly
@@ -249,10 +267,10 @@ type Dispatch[T comparable] struct {
 func (d *Dispatch[T]) Attempt() uint64 { return d.attempt }
 
 // Target returns the provisional target.
-func (d *Dispatch[T]) Target() T { return d.target }
+func (d *Dispatch[T]) Target() T { return d.g.target }
 
 // Generation returns the target's generation at dispatch.
-func (d *Dispatch[T]) Generation() uint64 { return d.gen }
+func (d *Dispatch[T]) Generation() uint64 { return d.g.gen }
 
 // Reservation returns the reservation this dispatch came from; after a
 // DefinitelyNotAccepted outcome it is held again.
@@ -267,7 +285,7 @@ func (d *Dispatch[T]) Deadline() time.Duration { return time.Duration(d.deadline
 // Remaining returns how long the dispatch has left before its deadline, on
 // the coordinator's clock (zero once the deadline has passed).
 func (d *Dispatch[T]) Remaining() time.Duration {
-	return max(0, time.Duration(d.deadline-d.c.now()))
+	return max(0, time.Duration(d.deadline-d.r.c.now()))
 }
 
 // Context returns a copy of parent for the whole upstream call that
@@ -287,24 +305,27 @@ func (d *Dispatch[T]) Remaining() time.Duration {
 // advancing its clock.
 func (d *Dispatch[T]) Context(parent context.Context) (context.Context, context.CancelFunc) {
 	ctx, cancel := context.WithCancelCause(parent)
-	if d.c.manual != nil {
+	if d.r.c.manual != nil {
 		return ctx, func() { cancel(context.Canceled) }
 	}
-	e := d.e
+	e := d.r.e
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if d.used {
+	if d.usedLocked() {
 		return ctx, func() { cancel(context.Canceled) }
 	}
 	t := time.AfterFunc(d.Remaining(), func() {
 		e.mu.Lock()
-		inFlight := !d.used
+		inFlight := !d.usedLocked()
 		e.mu.Unlock()
 		if inFlight {
 			cancel(ErrDispatchTimeout)
 		}
 	})
-	d.timers = append(d.timers, t)
+	if d.timers == nil {
+		d.timers = new([]*time.Timer) // most dispatches have no Context: their guard has no room for it
+	}
+	*d.timers = append(*d.timers, t)
 	return ctx, func() {
 		t.Stop()
 		cancel(context.Canceled)
@@ -314,11 +335,12 @@ func (d *Dispatch[T]) Context(parent context.Context) (context.Context, context.
 // settledLocked marks the guard used (its outcome is reported) and stops
 // the deadline timers of its contexts.
 func (d *Dispatch[T]) settledLocked() {
-	d.used = true
-	for _, t := range d.timers {
-		t.Stop()
+	if d.timers != nil {
+		for _, t := range *d.timers {
+			t.Stop()
+		}
 	}
-	d.timers = nil
+	d.timers = settled
 }
 
 // Complete reports the attempt's outcome. It returns a Lease only with a
@@ -358,15 +380,15 @@ func (d *Dispatch[T]) Complete(o Outcome) (Lease[T], error) {
 	if o < Accepted || o > Ambiguous {
 		return Lease[T]{}, fmt.Errorf("placement: Complete: invalid outcome %d: %w", o, ErrInvalidArgument)
 	}
-	c, e := d.c, d.e
+	c, e := d.r.c, d.r.e
 	e.mu.Lock()
-	if d.used {
+	if d.usedLocked() {
 		e.mu.Unlock()
 		return Lease[T]{}, ErrUsed
 	}
 	now := c.now() // read once, under the lock: the operation happens at now
 	c.timeoutsLocked(e, now)
-	current := !e.removed && (e.st == stDispatching || e.st == stQuarantined) && e.p.attempt == d.attempt
+	current := !e.removed && (e.st == stDispatching || e.st == stQuarantined) && e.p.attempt() == d.attempt
 	if c.closedNow() && (o == Accepted || o == DefinitelyNotAccepted && current && e.st == stQuarantined) {
 		// Nothing is committed or settled after Close; the guard stays
 		// in flight, for Drop or Done to end.
@@ -378,8 +400,7 @@ func (d *Dispatch[T]) Complete(o Outcome) (Lease[T], error) {
 		if e.p == nil {
 			e.p = &pending[T]{}
 		}
-		e.p.attempt, e.p.target, e.p.slot, e.p.tgen = d.attempt, d.target, c.catalog.slot(d.target), d.gen
-		e.p.dispatched = d.deadline - c.dispatchTimeout
+		e.p.cur = d
 		if e.st == stAbsent {
 			c.live.Add(1)
 		}
@@ -387,22 +408,26 @@ func (d *Dispatch[T]) Complete(o Outcome) (Lease[T], error) {
 	}
 	if !current {
 		e.mu.Unlock()
-		a, g := c.currentAttempt(e.key)
-		return Lease[T]{}, &FencedError{Attempt: d.attempt, Generation: d.gen, CurrentAttempt: a, CurrentGeneration: g}
+		a, g := c.currentAttempt(e.key())
+		return Lease[T]{}, &FencedError{Attempt: d.attempt, Generation: d.g.gen, CurrentAttempt: a, CurrentGeneration: g}
 	}
 	defer e.mu.Unlock()
 	late := e.st == stQuarantined
-	ev := Event[T]{Key: e.key, Attempt: d.attempt, Generation: d.gen, Outcome: o}
-	ambiguous := &AmbiguousError[T]{Key: e.key, Attempt: d.attempt, Generation: d.gen, Target: d.target,
-		DispatchedAt: time.Duration(d.deadline - c.dispatchTimeout)}
+	ev := Event[T]{Key: e.key(), Attempt: d.attempt, Generation: d.g.gen, Outcome: o}
+	// Built only on the paths that return it: an accepted commit
+	// allocates nothing for it.
+	ambiguous := func() *AmbiguousError[T] {
+		return &AmbiguousError[T]{Key: e.key(), Attempt: d.attempt, Generation: d.g.gen, Target: d.g.target,
+			DispatchedAt: time.Duration(d.deadline - c.dispatchTimeout)}
+	}
 	switch {
 	case o == Accepted:
 		cur := c.commitGen(e)
-		if late && cur != e.p.tgen {
+		if late && cur != e.p.g().gen {
 			// The generation moved on since timeoutsLocked looked: the
 			// quarantine is over, at the reading the commit would use.
 			c.dropQuarantineLocked(e)
-			return Lease[T]{}, &FencedError{Attempt: d.attempt, Generation: d.gen}
+			return Lease[T]{}, &FencedError{Attempt: d.attempt, Generation: d.g.gen}
 		}
 		ev.Kind = EventCommitted
 		if late { // a late result settles the quarantine
@@ -410,7 +435,7 @@ func (d *Dispatch[T]) Complete(o Outcome) (Lease[T], error) {
 			c.stats.resolvedAccepted.Add(1)
 			ev.Kind = EventResolved
 		}
-		c.emitLocked(ev, &d.target)
+		c.emitLocked(ev, &d.g.target)
 		return c.commitLocked(e, d.r, now, cur)
 	case o == DefinitelyNotAccepted && !late:
 		// The reservation comes back with its own deadline, so retries
@@ -422,16 +447,17 @@ func (d *Dispatch[T]) Complete(o Outcome) (Lease[T], error) {
 		e.notifyLocked()
 		ev.Kind = EventRolledBack
 		c.stats.rolledBack.Add(1)
-		c.emitLocked(ev, &d.target)
+		c.emitLocked(ev, &d.g.target)
 		return Lease[T]{}, ErrNotAccepted
 	case o == DefinitelyNotAccepted: // late: settles to absent
 		c.stats.resolutions.Add(1)
 		ev.Kind = EventResolved
-		c.removeLocked(e, ev, &d.target)
+		c.removeLocked(e, ev, &d.g.target)
 		return Lease[T]{}, ErrNotAccepted
 	case !late: // Ambiguous
 		c.quarantineLocked(e, now)
 		ev.Kind = EventQuarantined
+		ambiguous := ambiguous()
 		ambiguous.Expires = time.Duration(e.p.deadline)
 		c.emitLocked(ev, quarantinedTarget(e))
 		// A quarantine whose target's generation already moved on is over
@@ -443,7 +469,7 @@ func (d *Dispatch[T]) Complete(o Outcome) (Lease[T], error) {
 		}
 		return Lease[T]{}, ambiguous
 	default: // a late Ambiguous: still quarantined, nothing changes
-		return Lease[T]{}, ambiguous
+		return Lease[T]{}, ambiguous()
 	}
 }
 
@@ -451,9 +477,10 @@ func (d *Dispatch[T]) Complete(o Outcome) (Lease[T], error) {
 // flight the key is quarantined (the target may have accepted it). After
 // Complete, Drop does nothing, so `defer d.Drop()` is safe.
 func (d *Dispatch[T]) Drop() {
-	d.e.mu.Lock()
-	used := d.used
-	d.e.mu.Unlock()
+	e := d.r.e
+	e.mu.Lock()
+	used := d.usedLocked()
+	e.mu.Unlock()
 	if !used {
 		_, _ = d.Complete(Ambiguous)
 	}
@@ -468,7 +495,7 @@ func (c *Coordinator[T]) currentAttempt(key string) (attempt, gen uint64) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if !e.removed && (e.st == stDispatching || e.st == stQuarantined) {
-		return e.p.attempt, e.p.tgen
+		return e.p.attempt(), e.p.g().gen
 	}
 	return 0, 0
 }

@@ -120,8 +120,8 @@
 // one compare-and-swap each on the binding's word (leases, closing and
 // dead flags, and the lease cell that makes a session's lease single-use;
 // see entry.go). The entry holds its
-// key's bytes and its first binding in one allocation. Every other path
-// locks only its key's entry.
+// key's bytes and its first binding in one allocation (see Representation).
+// Every other path locks only its key's entry.
 //
 // Expiry is a change to the binding word: whoever reports or acts on an
 // idle binding being past its deadline (a sweep, an Acquire, Query,
@@ -148,6 +148,39 @@
 // The Observer receives each key's events in the order they happened (see
 // Event); operations on one key are linearizable with respect to the model
 // (linearizability/ checks it with Porcupine).
+//
+// # Representation
+//
+// What the table holds per session, and what a new session allocates, are
+// kept small, as representation only (the protocol and its checks are
+// unchanged; issue 28 measured each against a bare concurrent map with
+// atomics, benchmarks/peers):
+//
+//   - A bound session is one allocation of 96 bytes (a 16-byte target, a key
+//     of up to 16 bytes), plus its 8-byte bucket: the entry with its first
+//     binding embedded and its key's bytes just before it, with no string
+//     header (its length is enough to find them: see entry). Hits read the
+//     key and the entry's first fields and write the binding's last ones,
+//     on different cache lines (TestEntryLayout).
+//   - A binding points to a generation object shared by every binding to
+//     its target at its generation (target, generation, target slot and the
+//     count Bindings reads), not to copies of them: the generation fence is
+//     still one atomic load of the target's current generation.
+//   - What only a key being initialized, quarantined or waited on needs
+//     (the reservation, the deadlines, the wait queue, and the dispatch
+//     guard of its attempt, whose attempt id, generation and dispatch time
+//     never change and are read from it rather than copied) is one pending
+//     struct, allocated lazily and dropped when the key binds with nobody
+//     waiting.
+//   - A new session allocates its entry (96 bytes) and its Reservation (128),
+//     which carries the guard of its first dispatch and the key's pending
+//     state: a retry's dispatch, a Context's timers and an error are
+//     allocated only when they happen (it allocated five objects, 432
+//     bytes).
+//   - Acquire's slow path starts from what the hot path's lookup found (the
+//     key's hash, and its entry or its absence), so a new session hashes
+//     and walks its key's chain once; targets are found in a copy-on-write
+//     Go map (Generation and BeginDispatch each look their target up once).
 //
 // # Time
 //

@@ -59,7 +59,7 @@ func (l Lease[T]) Target() T {
 	if l.b == nil {
 		return zero
 	}
-	return l.b.target
+	return l.b.g.target
 }
 
 // Generation returns the bound target's generation.
@@ -67,7 +67,7 @@ func (l Lease[T]) Generation() uint64 {
 	if l.b == nil {
 		return 0
 	}
-	return l.b.gen
+	return l.b.g.gen
 }
 
 // Current reports whether the lease's binding version is still its
@@ -94,7 +94,7 @@ func (l Lease[T]) Key() string {
 	if l.b == nil {
 		return ""
 	}
-	return l.b.e.key
+	return l.b.e.key()
 }
 
 // claim marks the lease used (only the first end succeeds) and returns its
@@ -258,7 +258,7 @@ func (c *Coordinator[T]) endClosing(b *binding[T]) {
 			if b.word.CompareAndSwap(w, (w&^leaseMask)|deadBit) {
 				b.died(w)
 				if !e.removed && e.bound.Load() == b {
-					c.removeBindingLocked(e, b)
+					c.removeBindingBegunLocked(e, b)
 				}
 				return
 			}

@@ -971,7 +971,7 @@ func TestAcquire_TooManyLeases(t *testing.T) {
 	ls := make([]Lease[target], 0, MaxLeases)
 	ls = append(ls, bind(t, c, "s", w1))
 	for len(ls) < MaxLeases {
-		l, ok := c.tryHit("s")
+		l, ok := c.hit("s")
 		if !ok {
 			t.Fatalf("hit %d missed", len(ls))
 		}

@@ -62,8 +62,8 @@ func (c *Coordinator[T]) Quarantined() []Quarantine[T] {
 			return true
 		}
 		since := e.p.deadline - c.quarantineTTL
-		out = append(out, Quarantine[T]{Key: e.key, Attempt: e.p.attempt, Target: e.p.target,
-			Generation: e.p.tgen, Since: time.Duration(since), DispatchedAt: time.Duration(e.p.dispatched), Age: time.Duration(now - since),
+		out = append(out, Quarantine[T]{Key: e.key(), Attempt: e.p.attempt(), Target: e.p.g().target,
+			Generation: e.p.g().gen, Since: time.Duration(since), DispatchedAt: time.Duration(e.p.dispatched()), Age: time.Duration(now - since),
 			Expires: time.Duration(e.p.deadline)})
 		return true
 	})

@@ -290,7 +290,7 @@ func (c *Coordinator[T]) expire(e *entry[T], b *binding[T]) bool {
 }
 
 func boundInfo[T comparable](b *binding[T], w uint64) Info[T] {
-	return Info[T]{State: StateBound, Target: b.target, Generation: b.gen, Attempt: b.version,
+	return Info[T]{State: StateBound, Target: b.g.target, Generation: b.g.gen, Attempt: b.version,
 		Leases: int(leases(w)), Closing: w&closingBit != 0}
 }
 
@@ -309,9 +309,9 @@ func (c *Coordinator[T]) queryLocked(e *entry[T]) (i Info[T], again bool) {
 	case e.st == stReserved:
 		return Info[T]{State: StateReserved}, false
 	case e.st == stDispatching:
-		return Info[T]{State: StateDispatching, Target: e.p.target, Generation: e.p.tgen, Attempt: e.p.attempt}, false
+		return Info[T]{State: StateDispatching, Target: e.p.g().target, Generation: e.p.g().gen, Attempt: e.p.attempt()}, false
 	case e.st == stQuarantined:
-		return Info[T]{State: StateQuarantined, Target: e.p.target, Generation: e.p.tgen, Attempt: e.p.attempt}, false
+		return Info[T]{State: StateQuarantined, Target: e.p.g().target, Generation: e.p.g().gen, Attempt: e.p.attempt()}, false
 	}
 	return Info[T]{}, false
 }

@@ -55,29 +55,44 @@ func (t *table[T]) lock(h uint32) *sync.Mutex {
 
 // load returns key's entry, if linked.
 func (t *table[T]) load(key string) (*entry[T], bool) {
-	h := t.hash(key)
+	e := t.loadHashed(t.hash(key), key)
+	return e, e != nil
+}
+
+// loadHashed returns key's entry, if linked, given its hash h.
+func (t *table[T]) loadHashed(h uint32, key string) *entry[T] {
 	for e := t.buckets[h&t.mask].Load(); e != nil; e = e.next.Load() {
-		if e.hash == h && keyEqual(e.key, key) {
-			return e, true
+		if e.matches(h, key) {
+			return e
 		}
 	}
-	return nil, false
+	return nil
+}
+
+// matches reports whether e holds key, whose hash is h.
+func (e *entry[T]) matches(h uint32, key string) bool {
+	// An inline key's length is compared first, before its bytes are.
+	return e.hash == h && (e.klen == 0 || int(e.klen) == len(key)) && keyEqual(e.key(), key)
 }
 
 // loadOrStore returns key's entry, linking fresh (built lazily) if absent.
 func (t *table[T]) loadOrStore(key string, fresh func(h uint32) *entry[T]) *entry[T] {
 	h := t.hash(key)
-	b := &t.buckets[h&t.mask]
-	for e := b.Load(); e != nil; e = e.next.Load() {
-		if e.hash == h && keyEqual(e.key, key) {
-			return e
-		}
+	if e := t.loadHashed(h, key); e != nil {
+		return e
 	}
+	return t.storeHashed(h, key, fresh)
+}
+
+// storeHashed is loadOrStore for a caller that has just looked key up
+// (hash h) and found no entry: it looks again only under the bucket's lock.
+func (t *table[T]) storeHashed(h uint32, key string, fresh func(h uint32) *entry[T]) *entry[T] {
+	b := &t.buckets[h&t.mask]
 	mu := t.lock(h)
 	mu.Lock()
 	defer mu.Unlock()
 	for e := b.Load(); e != nil; e = e.next.Load() {
-		if e.hash == h && keyEqual(e.key, key) {
+		if e.matches(h, key) {
 			return e
 		}
 	}

@@ -6,6 +6,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"unsafe"
 )
 
 // TestTable_ChainsUnderConcurrentUnlink: 500 keys in 64 buckets (chains of
@@ -25,7 +26,7 @@ func TestTable_ChainsUnderConcurrentUnlink(t *testing.T) {
 	for i := range keys {
 		keys[i] = fmt.Sprintf("key-%d", i)
 		k := keys[i]
-		ents[i] = tb.loadOrStore(k, func(h uint32) *entry[target] { return &entry[target]{key: k, hash: h} })
+		ents[i] = tb.loadOrStore(k, func(h uint32) *entry[target] { e := newEntry[target](k); e.hash = h; return e })
 		if again := tb.loadOrStore(k, func(uint32) *entry[target] { panic("linked twice") }); again != ents[i] {
 			t.Fatal("loadOrStore returned another entry for a linked key")
 		}
@@ -74,7 +75,7 @@ func TestTable_ReaderOnUnlinkedEntryStillReachesTheRest(t *testing.T) {
 	chain := map[uint32][]*entry[target]{}
 	for i := 0; len(chain) == 0 || maxLen(chain) < 4; i++ {
 		k := fmt.Sprintf("k%d", i)
-		e := tb.loadOrStore(k, func(h uint32) *entry[target] { return &entry[target]{key: k, hash: h} })
+		e := tb.loadOrStore(k, func(h uint32) *entry[target] { e := newEntry[target](k); e.hash = h; return e })
 		chain[e.hash&tb.mask] = append(chain[e.hash&tb.mask], e)
 	}
 	for b, es := range chain {
@@ -171,6 +172,67 @@ func TestKeyEqual(t *testing.T) {
 			if keyEqual(string(a), string(a[:m])) || keyEqual(string(a[:m]), string(a)) {
 				t.Fatalf("len %d: equal to its %d-byte prefix", n, m)
 			}
+		}
+	}
+}
+
+// hit is tryHit for tests: the lease, and whether it was taken.
+func (c *Coordinator[T]) hit(key string) (Lease[T], bool) {
+	l, _, _ := c.tryHit(key)
+	return l, l.b != nil
+}
+
+// TestEntryLayout checks the layout entry.go describes, for a 16-byte
+// target (a worker id and rank): a bound session with a key of up to 16
+// bytes is one 96-byte allocation (and a new session's Reservation one of
+// 128); the key's bytes (or a long key's
+// string) end where the entry begins; and what a lookup that finds the key
+// reads (the key, hash, klen and bound) never shares a cache line with the
+// binding's word and deadline, which hits and releases write, for every
+// inline key size (allocations of 96 bytes start at multiples of 32
+// bytes, of 112 and 144 at multiples of 16, of 128 at multiples of 64).
+func TestEntryLayout(t *testing.T) {
+	type w16 struct {
+		ID   uint64
+		Rank int32
+	}
+	var e entry[w16]
+	if s := unsafe.Sizeof(e); s != 80 {
+		t.Errorf("entry is %d bytes, want 80", s)
+	}
+	if s := unsafe.Sizeof(keyed[w16, [16]byte]{}); s != 96 {
+		t.Errorf("an entry with a 16-byte key is %d bytes, want 96", s)
+	}
+	// A new session's other allocation: its Reservation, with its first
+	// dispatch's guard and the key's pending state.
+	if s := unsafe.Sizeof(Reservation[w16]{}); s != 128 {
+		t.Errorf("a Reservation is %d bytes, want 128", s)
+	}
+	word := unsafe.Offsetof(e.first) + unsafe.Offsetof(e.first.word)
+	if end := unsafe.Offsetof(e.first) + unsafe.Sizeof(e.first); unsafe.Offsetof(e.first.deadline) != unsafe.Offsetof(e.first.word)+8 || end != unsafe.Sizeof(e) {
+		t.Errorf("the binding's word and deadline are not the entry's last 16 bytes")
+	}
+	lookupEnd := unsafe.Offsetof(e.bound) + unsafe.Sizeof(e.bound) // key, hash, klen, bound
+	check := func(buf, size, align uintptr) {
+		if buf+unsafe.Sizeof(e) != size {
+			t.Errorf("a %d-byte key buffer: allocation %d bytes, want %d", buf, buf+unsafe.Sizeof(e), size)
+		}
+		for start := uintptr(0); start < 64; start += align {
+			lastRead := (start + buf + lookupEnd - 1) / 64
+			firstWritten := (start + buf + word) / 64
+			if lastRead >= firstWritten {
+				t.Errorf("a %d-byte key buffer at offset %d of a line: lookups read line %d, hits write line %d", buf, start, lastRead, firstWritten)
+			}
+		}
+	}
+	check(unsafe.Sizeof(keyed[w16, [16]byte]{}.buf), 96, 32)
+	check(unsafe.Sizeof(keyed[w16, [32]byte]{}.buf), 112, 16)
+	check(unsafe.Sizeof(keyed[w16, [48]byte]{}.buf), 128, 64)
+	check(unsafe.Sizeof(keyed[w16, [64]byte]{}.buf), 144, 16)
+	for _, n := range []int{1, 9, 16, 17, 32, 33, 48, 49, 64, 65, 300} {
+		k := strings.Repeat("k", n)
+		if got := newEntry[w16](k).key(); got != k {
+			t.Errorf("a %d-byte key reads back as %q", n, got)
 		}
 	}
 }
