@@ -195,8 +195,9 @@ func report(r *results) string {
 	b.WriteString("\n## The store's own limit (one member)\n\n")
 	fmt.Fprintf(&b, "etcd's own transaction rate on the same member, measured with etcd's client just before each claims row at the same "+
 		"clients and in flight, then saturated: each transaction is a claim's write at its cheapest (a put fenced by a compare on the "+
-		"key's ModRevision, no lease, no read). A claim made and ended writes %d times (the lease's Grant, the fenced create, the "+
-		"Hold, the Close; etcdstore's costs), and reads once more (the create's read of the claim and the workers; a Close after "+
+		"key's ModRevision, no lease, no read). A claim made and ended writes %d times (the fenced create, the Hold, the Close; "+
+		"etcdstore's costs: its lease is a deleted claim's, reused, so that a Grant is made only once per turn in flight and "+
+		"reuse window, IdleTTL/16), and reads once more (the create's read of the claim and the workers; a Close after "+
 		"this store's own Hold reads nothing). The share is claims/s × %d ÷ the raw rate: how much of what the store can write the "+
 		"claims use.\n\n", writesPerClaim, writesPerClaim)
 	b.WriteString(rawTable(r))
