@@ -58,6 +58,8 @@ type options struct {
 	settle       time.Duration
 	timeout      time.Duration
 	out          string
+	rateOnly     bool
+	profile      string
 }
 
 func parse(args []string) (*options, error) {
@@ -76,6 +78,8 @@ func parse(args []string) (*options, error) {
 	fs.DurationVar(&o.settle, "settle", time.Second, "after a restart, how long the replicas are watched before agreement is taken")
 	fs.DurationVar(&o.timeout, "timeout", 30*time.Second, "give up when the replicas do not agree within this")
 	fs.StringVar(&o.out, "out", filepath.Join("benchmarks", "results", "claims"), "output directory")
+	fs.BoolVar(&o.rateOnly, "rate-only", false, "measure only etcd's own transaction rate and claims/s (one member), print their tables, write no report")
+	fs.StringVar(&o.profile, "profile", "", "write CPU, mutex and block profiles of each claims/s phase on etcd to this directory (claims-<replicas>-cpu.pprof, ...)")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
@@ -130,16 +134,18 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	}
 	defer one.Close()
 	done()
-	done = step(fmt.Sprintf("first turns (%d per series)", o.first))
-	if res.first, err = measureFirstTurns(ctx, one, o.first); err != nil {
-		return err
+	if !o.rateOnly {
+		done = step(fmt.Sprintf("first turns (%d per series)", o.first))
+		if res.first, err = measureFirstTurns(ctx, one, o.first); err != nil {
+			return err
+		}
+		done()
+		done = step(fmt.Sprintf("cached turns (%d rounds of %d)", o.cachedRounds, o.cachedOps))
+		if res.cached, err = measureCached(ctx, one, o.cachedOps, o.cachedRounds); err != nil {
+			return err
+		}
+		done()
 	}
-	done()
-	done = step(fmt.Sprintf("cached turns (%d rounds of %d)", o.cachedRounds, o.cachedOps))
-	if res.cached, err = measureCached(ctx, one, o.cachedOps, o.cachedRounds); err != nil {
-		return err
-	}
-	done()
 	for n := 1; n <= o.replicas; n++ {
 		done = step(fmt.Sprintf("etcd's own transactions, %d clients", n))
 		raw, err := measureRaw(ctx, one, fmt.Sprintf("raw-%d/", n), n, o.inFlight, o.rateFor)
@@ -149,7 +155,14 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		res.raws = append(res.raws, raw)
 		done()
 		done = step(fmt.Sprintf("claims/s, %d replicas on etcd", n))
+		prof, err := startProfile(o.profile, fmt.Sprintf("claims-%d", n))
+		if err != nil {
+			return err
+		}
 		r, err := measureRate(ctx, etcdOpener(one, fmt.Sprintf("rate-%d/", n)), "etcd", n, o.inFlight, o.rateFor)
+		if perr := prof.stop(); err == nil {
+			err = perr
+		}
 		if err != nil {
 			return err
 		}
@@ -172,6 +185,11 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	done()
 	if err := one.Close(); err != nil {
 		return err
+	}
+	if o.rateOnly {
+		res.took = time.Since(res.started)
+		fmt.Fprintf(stdout, "\nload average at the start %s; took %v\n\n%s", res.load, res.took.Round(time.Second), rateTables(res))
+		return nil
 	}
 
 	done = step("three-member etcd")

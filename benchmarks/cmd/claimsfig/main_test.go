@@ -222,3 +222,25 @@ func TestQuantile(t *testing.T) {
 	require.Zero(t, quantile(nil, 0.5))
 	require.Equal(t, 2.5, median([]float64{4, 1, 3, 2}))
 }
+
+// TestRateOnly runs only etcd's own rate and claims/s, with profiles: the
+// tables go to stdout, each etcd claims/s phase has its profiles, and no
+// report is written.
+func TestRateOnly(t *testing.T) {
+	dir, prof := t.TempDir(), t.TempDir()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	var out bytes.Buffer
+	require.NoError(t, run(ctx, append(tiny, "-out", dir, "-rate-only", "-profile", prof), &out))
+	require.Regexp(t, `(?m)^\| etcd \| 1 \| \d+ \| \d+ \| \d+ \| \d+ \| 1\.00 \|`, out.String())
+	require.Regexp(t, `(?m)^\| 2 \| \d+ \| \d+ \| [0-9.]+ ms \|`, out.String())
+	for _, n := range []string{"1", "2"} {
+		for _, kind := range []string{"cpu", "mutex", "mutex-base", "block", "block-base"} {
+			fi, err := os.Stat(filepath.Join(prof, "claims-"+n+"-"+kind+".pprof"))
+			require.NoError(t, err)
+			require.NotZero(t, fi.Size(), kind)
+		}
+	}
+	_, err := os.Stat(filepath.Join(dir, "report.md"))
+	require.ErrorIs(t, err, os.ErrNotExist)
+}

@@ -12,9 +12,11 @@ import (
 )
 
 // writesPerClaim is what a one-turn session writes to etcd through
-// etcdstore: the claim's lease (Grant), the fenced create, the Hold and
-// the Close.
-const writesPerClaim = 4
+// etcdstore: the fenced create, the Hold and the Close. The claim's
+// lease is one of a deleted claim's, reused (etcdstore's leases.go): a
+// Grant per in-flight turn in each reuse window (IdleTTL/16), not per
+// claim.
+const writesPerClaim = 3
 
 // rawResult is the raw transaction rate of the embedded cluster, measured
 // with etcd's own client: the limit the claims figures are read against.

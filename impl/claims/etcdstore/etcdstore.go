@@ -4,8 +4,10 @@
 // Keys, under claims.Options.Prefix:
 //
 //	claims/<key>                 a session's claim: JSON {target, gen, state, attempt, lease},
-//	                             written under its own lease of IdleTTL (idle expiry is the
-//	                             lease's expiry; Touch keeps it alive)
+//	                             written under a lease no other key is on, of IdleTTL (idle
+//	                             expiry is the lease's expiry; Touch keeps it alive); a
+//	                             deleted claim's lease may carry the store's next new claim
+//	                             (leases.go: the TTL is then IdleTTL plus a reuse window)
 //	holders/<key>/<replica>      a replica's hold on the claim (key and replica path-escaped),
 //	                             on the store's session lease: it vanishes with the process
 //	workers/<worker>             a worker's registration {identity}, on the session lease;
@@ -44,8 +46,9 @@
 // claims.ErrClaimMoved or a *claims.FencedError, as claims.Store says.
 //
 // Costs in round trips: CreateOrGet of a current claim 1 (one read of the
-// claim and the workers' generations), of a new one 3 (and a Revoke when
-// it loses the race); Get, Hold, Register, Deregister, Members 1; Touch,
+// claim and the workers' generations), of a new one 2 when a lease of a
+// claim this store deleted can be reused (leases.go), 3 otherwise (the
+// Grant); Get, Hold, Register, Deregister, Members 1; Touch,
 // Unhold, ReplicaID 2; Close 1 when this store's Hold read the claim at
 // the revision the Close is fenced by (a Hold's transaction reads the
 // claim it fenced on: the value etcd keeps at that ModRevision, so the
@@ -148,12 +151,12 @@ func WithEventBuffer(n int) Option { return func(s *settings) { s.eventBuffer = 
 // Store is a claims.Store on etcd. It does not own its client: close the
 // client after Shutdown.
 type Store struct {
-	cli      *clientv3.Client
-	replica  string
-	idleTTL  time.Duration
-	leaseTTL int64 // seconds
-	sessTTL  int64 // seconds
-	set      settings
+	cli     *clientv3.Client
+	replica string
+	idleTTL time.Duration
+	leases  *leasePool // the claim leases, reused (leases.go)
+	sessTTL int64      // seconds
+	set     settings
 
 	prefix   string
 	kClaims  string
@@ -231,7 +234,7 @@ func New(ctx context.Context, client *clientv3.Client, replica string, opts clai
 		cli:      client,
 		replica:  replica,
 		idleTTL:  opts.IdleTTL,
-		leaseTTL: seconds(opts.IdleTTL),
+		leases:   newLeasePool(opts.IdleTTL, set.requestTimeout),
 		sessTTL:  seconds(set.sessionTTL),
 		set:      set,
 		prefix:   opts.Prefix,
@@ -267,7 +270,8 @@ func seconds(d time.Duration) int64 {
 func (s *Store) Replica() string { return s.replica }
 
 // IdleTTL returns the claims' idle time-to-live (etcd leases count whole
-// seconds: the claim leases' TTL is this rounded up).
+// seconds: the claim leases' TTL is this rounded up, plus the window in
+// which a lease may be reused, leases.go).
 func (s *Store) IdleTTL() time.Duration { return s.idleTTL }
 
 // Prefix returns the key prefix the store writes under.
@@ -720,6 +724,7 @@ func (s *Store) Shutdown() error {
 	s.held, s.known = nil, nil
 	sess := s.sess
 	s.mu.Unlock()
+	s.leases.reset()
 
 	ctx, cancel := context.WithTimeout(context.Background(), s.set.requestTimeout)
 	defer cancel()

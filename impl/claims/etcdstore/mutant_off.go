@@ -36,6 +36,13 @@ package etcdstore
 //     claim the store's Hold read at an earlier revision, not the one at
 //     the revision the Close is fenced by: a claim another replica moved
 //     closes under its old target.
+//   - LeaseReusedTooLate: a lease of a deleted claim is reused however
+//     long ago it was granted: the new claim on it may expire sooner
+//     than IdleTTL after its write.
+//   - LeaseReusedWhileHeld: a Close that leaves the claim Closing
+//     (another replica holds it) still gives its lease to the store's
+//     next new claim: two claims share a lease, and a Touch of one keeps
+//     the other alive (or both expire together).
 //
 // mutant_test.go checks that each of them fails a test of the package.
 func mutant(string) bool { return false }

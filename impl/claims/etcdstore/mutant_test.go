@@ -19,6 +19,8 @@ var variants = []mutanttest.Variant{
 	{"RegistrationsNotRewritten", "TestSessionLost"},
 	{"MoveIgnoresRegistration", "TestMoveJudgesOneMoment"},
 	{"CloseTrustsOldRead", "TestCloseWritesTheClaimAtItsRevision"},
+	{"LeaseReusedTooLate", "TestClaimLeasesReused"},
+	{"LeaseReusedWhileHeld", "TestClaimLeasesReused"},
 }
 
 // TestVariantsCaught re-runs this test binary under each variant with its

@@ -83,7 +83,7 @@ func (s *Store) CreateOrGet(ctx context.Context, key string, propose func() (cla
 		if !ok {
 			return claims.Claim{}, false, fmt.Errorf("etcdstore: %s %q: proposed worker %q: %w", op, key, t.Worker, claims.ErrUnknownWorker)
 		}
-		g, err := s.cli.Grant(octx, s.leaseTTL)
+		lease, reused, err := s.claimLease(octx)
 		if err != nil {
 			return claims.Claim{}, false, s.fail(octx, op, err)
 		}
@@ -94,14 +94,21 @@ func (s *Store) CreateOrGet(ctx context.Context, key string, propose func() (cla
 				clientv3.Compare(clientv3.ModRevision(s.workerKey(t.Worker)), "=", gen),
 			).
 			Then(
-				clientv3.OpPut(ck, encodeClaim(c, int64(g.ID)), clientv3.WithLease(g.ID)),
+				clientv3.OpPut(ck, encodeClaim(c, int64(lease)), clientv3.WithLease(lease)),
 				clientv3.OpDelete(s.holdersOf(key), clientv3.WithPrefix()),
 			).
 			Else(readOps...).
 			Commit()
 		if err != nil {
 			// The write may have happened: the lease stays (it expires
-			// with the claim, or alone after IdleTTL).
+			// with the claim, or alone after its TTL), and is not
+			// reused.
+			s.leases.forget(lease)
+			if reused && errors.Is(err, rpctypes.ErrLeaseNotFound) {
+				// The reused lease is gone (revoked): nothing was
+				// written; judge the read again with a new lease.
+				continue
+			}
 			return claims.Claim{}, false, s.fail(octx, op, err)
 		}
 		if tr.Succeeded {
@@ -110,9 +117,12 @@ func (s *Store) CreateOrGet(ctx context.Context, key string, propose func() (cla
 			s.untrackKey(key)
 			return c, true, nil
 		}
-		// Lost the race (or the worker re-registered): the unused lease
-		// goes; read the winner from the Else branch.
-		_, _ = s.cli.Revoke(octx, g.ID)
+		// Lost the race (or the worker re-registered): the lease holds
+		// no key; it goes back to the pool, or is revoked. Read the
+		// winner from the Else branch.
+		if !s.leases.release(lease) {
+			_, _ = s.cli.Revoke(octx, lease)
+		}
 		resp = tr
 	}
 }
@@ -311,7 +321,11 @@ func (s *Store) Close(ctx context.Context, key string, rev int64, replica string
 	}
 	if tr.Responses[0].GetResponseTxn().Succeeded {
 		s.untrackKey(key)
+		s.leases.release(clientv3.LeaseID(lease)) // the claim key was its only key
 		return claims.CloseDeleted, nil
+	}
+	if mutant("LeaseReusedWhileHeld") {
+		s.leases.release(clientv3.LeaseID(lease))
 	}
 	s.untrack(key, replica)
 	if rewrite {
@@ -417,6 +431,7 @@ func (s *Store) Resolve(ctx context.Context, key string, attempt uint64, gen int
 		if tr.Succeeded {
 			if !accepted {
 				s.untrackKey(key)
+				s.leases.release(clientv3.LeaseID(lease)) // the claim key was its only key
 				return claims.Claim{}, false, nil
 			}
 			nc.Rev = tr.Header.Revision

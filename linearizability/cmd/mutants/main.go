@@ -148,6 +148,8 @@ var etcdVariants = []struct{ name, doc string }{
 	{"RegistrationsNotRewritten", "after the session's lease expired, the store's registrations are not written again on the new lease: live workers vanish"},
 	{"MoveIgnoresRegistration", "Move's write is fenced by the claim's revision only: a target that restarts between the read and the write gets a claim under its old generation"},
 	{"CloseTrustsOldRead", "Close rewrites a claim as Closing from what the store's Hold read at an earlier revision: a claim another replica moved closes under its old target"},
+	{"LeaseReusedTooLate", "a deleted claim's lease is reused however long ago it was granted: a new claim on it may expire before IdleTTL"},
+	{"LeaseReusedWhileHeld", "a Close that leaves the claim Closing gives its lease to the next new claim: two claims share one lease"},
 	{"NoReadIdleTimeout", "embedded.NewClient's connections have no read-idle timeout: a dead connection is noticed only by gRPC's 10 s keepalive"},
 }
 
