@@ -256,7 +256,8 @@ type Store interface {
 	// whose leases are on a revision the claim was rewritten from since
 	// keeps it alive by that revision (the spec lets a claim expire only
 	// when no replica holds leases on its lineage). A claim expires
-	// IdleTTL after its last Touch or write; a hold alone does not keep
+	// IdleTTL after its last Touch or write (no sooner; see IdleTTL for
+	// how much later a store may); a hold alone does not keep
 	// it alive: a replica holding leases touches it at least every
 	// IdleTTL/3.
 	Touch(ctx context.Context, key string, rev int64) error
@@ -300,7 +301,10 @@ type Store interface {
 	Events(ctx context.Context) (<-chan Event, error)
 	// IdleTTL returns the idle time-to-live of the store's claims
 	// (Options.IdleTTL, DefaultIdleTTL when it was zero): a claim expires
-	// IdleTTL after its last write or Touch. It makes no call to the
+	// no sooner than IdleTTL after its last write or Touch, and a store
+	// may keep it a bounded while longer (etcdstore: at most IdleTTL/16
+	// more, the window in which it reuses a closed claim's lease; its
+	// package doc says why). It makes no call to the
 	// store; every handle of one store answers the same. A replica reads
 	// it so that its keepalive can never fall behind the store's expiry.
 	IdleTTL() time.Duration
