@@ -1,6 +1,7 @@
 package affinity
 
 import (
+	"crypto/sha256"
 	"encoding/binary"
 	"sync/atomic"
 )
@@ -31,7 +32,7 @@ type doorBucket struct {
 }
 
 type doorEntry struct {
-	fp     uint64 // the key's first digest bytes
+	fp     uint64 // the key's fingerprint
 	target Target
 	has    bool // target was recorded (the first turn dispatched)
 }
@@ -45,7 +46,17 @@ func newDoorkeeper(n int) *doorkeeper {
 	return &doorkeeper{buckets: make([]doorBucket, size), mask: uint64(size - 1)}
 }
 
-func fingerprint(k Key) uint64 { return binary.LittleEndian.Uint64([]byte(k.k[1:9])) }
+// fingerprint is the first bytes of k's digest: a raw key's is hashed here
+// (only under table pressure, where the doorkeeper is read), so a client
+// cannot choose ids whose fingerprints collide, and a run's buckets are
+// the same every time (a simulation replays exactly).
+func fingerprint(k Key) uint64 {
+	if k.k[0] == kindRaw {
+		sum := sha256.Sum256([]byte(k.k))
+		return binary.LittleEndian.Uint64(sum[:8])
+	}
+	return binary.LittleEndian.Uint64([]byte(k.k[1:9]))
+}
 
 func (d *doorkeeper) bucket(fp uint64) *doorBucket { return &d.buckets[(fp>>8)&d.mask] }
 
