@@ -69,7 +69,7 @@ func (a Attempt) ID() uint64 { return a.id }
 
 // id is the attempt id of a (see Attempt.ID).
 func (a *attempt) id() uint64 {
-	if a.kind == attemptFirst && a.t.rt != nil {
+	if a.kind == attemptFirst && a.t.onReplica() {
 		return a.t.rt.Attempt()
 	}
 	if a.d == nil {
@@ -90,7 +90,7 @@ func (a Attempt) Hit() bool { return a.kind == attemptHit }
 func (a Attempt) Context(parent context.Context) (context.Context, context.CancelFunc) {
 	if a.kind == attemptFirst {
 		if x := a.current(); x != nil {
-			if x.t.rt != nil {
+			if x.t.onReplica() {
 				return x.t.rt.Context(parent)
 			}
 			if x.d != nil {
@@ -142,7 +142,7 @@ func (t *turn) dispatch(target Target) (*attempt, error) {
 		l.stats.errors.Add(1)
 		return nil, &MismatchError{Binding: t.req.Pin, Dispatch: target}
 	}
-	if t.rt != nil || (l.replicated() && t.st != turnUnpinned) {
+	if t.onReplica() || (l.replicated() && t.st != turnUnpinned) {
 		return t.dispatchReplica(target)
 	}
 	switch t.st {
@@ -310,7 +310,7 @@ func (a *attempt) complete(o placement.Outcome) error {
 	if o == placement.Accepted {
 		t.served = true
 	}
-	if t.rt != nil && a.kind != attemptUnpinned {
+	if t.onReplica() && a.kind != attemptUnpinned {
 		return a.completeReplica(o)
 	}
 	switch a.kind {
@@ -406,7 +406,7 @@ func (h Turn) Done() {
 }
 
 func (t *turn) done() {
-	if t.rt != nil {
+	if t.onReplica() {
 		t.flying = nil
 		t.endReplica()
 		t.st = turnEnded

@@ -175,7 +175,7 @@ type turnBody struct {
 
 	// Over replicas (Config.Replicas): the replica's turn, and the
 	// session's binding it holds or read (turnBound, turnMoving).
-	rt     *replica.Turn
+	rt     replica.Turn
 	rbound Target
 	ctx    context.Context
 }
@@ -474,7 +474,7 @@ func (t *turn) bound() (Target, bool) {
 // boundTarget is the binding a bound request holds (or, over replicas,
 // read).
 func (t *turn) boundTarget() Target {
-	if t.rt != nil {
+	if t.onReplica() {
 		return t.rbound
 	}
 	return t.lease.Target().target()
@@ -491,7 +491,7 @@ func (t *turn) admitReplica() {
 	// The table's entries other than this turn's own reservation (the
 	// core's path measures before it reserves).
 	n := c.Len() - 1
-	if t.st != turnReserved || t.rt == nil || n < l.admit || mutant("AdmitsFlood") {
+	if t.st != turnReserved || !t.onReplica() || n < l.admit || mutant("AdmitsFlood") {
 		return
 	}
 	if _, ok := t.rt.Claim(); ok {

@@ -141,7 +141,7 @@ func (t *turn) reservedReplica() {
 // bindingOf is the session's binding a begun replica turn holds or read:
 // a cached hit's target, or a current claim another replica wrote; bound
 // false when the turn holds the session's reservation with no binding.
-func bindingOf(rt *replica.Turn) (Target, bool) {
+func bindingOf(rt replica.Turn) (Target, bool) {
 	if rt.Hit() {
 		return fromClaims(rt.Target()), true
 	}
@@ -169,9 +169,9 @@ func (l *Layer) judgeTarget(b Target) (MoveCause, bool) {
 
 // endReplica ends the replica turn the request holds.
 func (t *turn) endReplica() {
-	if t.rt != nil {
+	if t.onReplica() {
 		t.rt.Done(t.req.Final)
-		t.rt = nil
+		t.rt = replica.Turn{}
 	}
 }
 
@@ -232,14 +232,14 @@ func (t *turn) dispatchReplica(target Target) (*attempt, error) {
 // replica writes the claim there (or moves it, fenced by the revision it
 // was read at) before the dispatch.
 func (t *turn) placeReplica(target Target) (*attempt, error) {
-	if t.st == turnMoving && t.rt == nil {
+	if t.st == turnMoving && !t.onReplica() {
 		// The binding was given up: reserve the session without waiting
 		// (a session another request holds means a concurrent move won),
 		// as the core's path does.
 		if a := t.rejoin(target); a != nil {
 			return a, nil
 		}
-		if t.rt == nil {
+		if !t.onReplica() {
 			t.hasPending = false
 			t.unpinned(CauseMoveLost)
 			return t.fly(attempt{t: t, target: target, kind: attemptUnpinned}), nil
@@ -288,7 +288,7 @@ func (t *turn) replicaLost(target Target, err error) (*attempt, error) {
 			if a := t.rejoin(target); a != nil {
 				return a, nil
 			}
-			if t.rt != nil {
+			if t.onReplica() {
 				// The session is unbound now (the claim ended meanwhile)
 				// and this request holds its reservation: place it, as the
 				// core's path places a session it reserves after a move.
@@ -435,3 +435,6 @@ func (t *turn) recheck(target Target, m *member) error {
 	t.l.stats.errors.Add(1)
 	return &IneligibleError{Target: target, Cause: ErrPinnedWorkerGone}
 }
+
+// onReplica reports whether the turn holds a replica turn.
+func (t *turn) onReplica() bool { return t.rt != (replica.Turn{}) }
