@@ -178,6 +178,9 @@ func ValidateSessionID(id string) error {
 	if len(id) > MaxSessionIDBytes {
 		return &SessionIDError{Reason: fmt.Sprintf("session id of %d bytes exceeds %d", len(id), MaxSessionIDBytes)}
 	}
+	if visibleASCII(id) {
+		return nil
+	}
 	for i := 0; i < len(id); i++ {
 		if c := id[i]; c < 0x21 || c > 0x7e {
 			return &SessionIDError{Reason: fmt.Sprintf("session id has byte 0x%02x at %d (only visible ASCII)", c, i)}
@@ -263,6 +266,30 @@ func (hs Headers) SessionID(h http.Header) (id string, final, found bool, err er
 		return "", final, false, nil
 	}
 	return id, final, true, ValidateSessionID(id)
+}
+
+// visibleASCII reports whether every byte of s is in 0x21..0x7e, eight
+// bytes at a time: a word has a byte below 0x21 when (w - 0x21..21) &^ w
+// has a top bit set, and one above 0x7e when (w + 0x01..01) | w does
+// (both exact for these bounds, which are below 0x80).
+func visibleASCII(s string) bool {
+	const (
+		ones = 0x0101010101010101
+		high = 0x8080808080808080
+	)
+	i := 0
+	for ; i+8 <= len(s); i += 8 {
+		w := binary.LittleEndian.Uint64([]byte(s[i : i+8]))
+		if ((w-0x21*ones)&^w|(w+(0x7f-0x7e)*ones)|w)&high != 0 {
+			return false
+		}
+	}
+	for ; i < len(s); i++ {
+		if c := s[i]; c < 0x21 || c > 0x7e {
+			return false
+		}
+	}
+	return true
 }
 
 func equalFold(a, b string) bool {

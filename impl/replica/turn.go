@@ -64,9 +64,9 @@ func newTurn(b turnBody) *turn {
 }
 
 // recycle ends t's use: its handles go stale, and it returns to the pool
-// holding nothing.
+// (its body, overwritten whole by newTurn, may keep what it referred to
+// alive until then, or until the pool drops it at a GC).
 func (t *turn) recycle() {
-	t.turnBody = turnBody{}
 	t.gen.Add(1)
 	turnPool.Put(t)
 }
@@ -1096,7 +1096,7 @@ func (c *Coordinator) endLease(rec *record, lease placement.Lease[claims.Target]
 	s.mu.Lock()
 	n := rec.leases.Add(-1)
 	if n == 0 {
-		delete(s.leased, rec)
+		s.unleaseLocked(rec)
 	}
 	s.leases--
 	others := s.othersLeasedLocked(rec) && !mutant("LeasesPerRecord")
