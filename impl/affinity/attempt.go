@@ -135,7 +135,7 @@ func (t *turn) dispatch(target Target) (*attempt, error) {
 	if t.st == turnEnded || t.flying != nil || t.served {
 		return nil, ErrTurnEnded
 	}
-	if err := l.dispatchable(target); err != nil {
+	if err := l.dispatchableCached(target, &t.bm); err != nil {
 		return nil, err
 	}
 	if t.req.HasPin && !t.req.Pin.Accepts(target) {
@@ -189,9 +189,11 @@ func (t *turn) fly(a attempt) *attempt {
 	return t.flying
 }
 
-// dispatchable checks that target's worker is a member, up, and serves it.
-func (l *Layer) dispatchable(target Target) error {
-	m, ok := l.mem.load().current(target.Worker)
+// dispatchableCached checks that target's worker is a member, up, and
+// serves it, reading the worker from c when c read it in the current
+// membership.
+func (l *Layer) dispatchableCached(target Target, c *memberCache) error {
+	m, ok, _ := c.lookup(l.mem, target.Worker)
 	if !ok || m.failed || !m.serves(target) {
 		l.stats.errors.Add(1)
 		return &IneligibleError{Target: target, Cause: ErrPinnedWorkerGone}

@@ -50,12 +50,16 @@ type Eligibility struct {
 	bound       bool // affinity is a binding (not a first turn's hint)
 	allow       func(worker string) bool
 	available   func(worker string) bool
+	// cached: the snapshot members is, and a request's read of its
+	// binding's worker in it (Turn.Eligible; nil otherwise).
+	cached memberCache
 }
 
 // Eligibility returns the layer's eligibility helper over its membership
 // as it is now, in the layer's mode, with no other constraint.
 func (l *Layer) Eligibility() Eligibility {
-	return Eligibility{members: l.mem.load(), mode: l.cfg.Mode}
+	snap := l.mem.snap.Load()
+	return Eligibility{members: *snap, mode: l.cfg.Mode, cached: memberCache{snap: snap}}
 }
 
 // WithPin makes the request exact: only targets p accepts.
@@ -153,7 +157,10 @@ func (e Eligibility) Select(cands []Candidate) ([]Candidate, error) {
 // and each candidate costs a comparison.
 func (e Eligibility) narrow(cands []Candidate) []Candidate {
 	t := e.affinity
-	m, ok := e.members[t.Worker]
+	m, ok := e.cached.m, true
+	if m == nil || m.ID != t.Worker {
+		m, ok = e.members[t.Worker]
+	}
 	up := ok && !m.failed && (e.available == nil || e.available(t.Worker)) && e.allowed(t.Worker)
 	anyway := mutant("NarrowsToUnavailable")
 	if !up && !anyway {

@@ -178,6 +178,10 @@ type turnBody struct {
 	rt     replica.Turn
 	rbound Target
 	ctx    context.Context
+
+	// bm is the binding's worker as Start judged it (over the local
+	// core), for Eligible's and Dispatch's reads of it.
+	bm memberCache
 }
 
 // Start begins a request: it reads the session's binding in the request's
@@ -308,7 +312,7 @@ func (t *turn) acquire(ctx context.Context) error {
 				testAfterHit()
 			}
 			b := a.Lease.Target()
-			if mc, moved := l.judge(b); moved {
+			if mc, moved := l.judgeCached(b, &t.bm); moved {
 				// The bound worker failed, left or restarted: move (a
 				// fenced invalidation: only this binding version goes).
 				if mutant("FollowsDepartedWorker") {
@@ -422,7 +426,14 @@ func (l *Layer) gone(s slot) bool {
 // judge reports whether a binding to b must move, and why: its worker
 // left or restarted (another instance), failed, or no longer serves b's rank.
 func (l *Layer) judge(b slot) (MoveCause, bool) {
-	m, ok := l.mem.load().current(b.worker)
+	var c memberCache
+	return l.judgeCached(b, &c)
+}
+
+// judgeCached is judge, recording the worker's entry it read in c.
+func (l *Layer) judgeCached(b slot, c *memberCache) (MoveCause, bool) {
+	m, ok, snap := c.lookup(l.mem, b.worker)
+	c.snap, c.m = snap, m
 	switch {
 	case !ok || m.instance != b.instance:
 		return MoveWorkerGone, true
@@ -544,6 +555,9 @@ func (h Turn) Eligible(cands []Candidate, allow func(worker string) bool) ([]Can
 
 func (t *turn) eligible(cands []Candidate, allow func(worker string) bool) ([]Candidate, error) {
 	e := t.l.Eligibility().WithAllow(allow)
+	if t.bm.snap == e.cached.snap {
+		e.cached.m = t.bm.m // the membership Start read the binding's worker in
+	}
 	switch {
 	case t.req.HasPin && t.st == turnBound:
 		// The pin agrees with the binding (Start refuses a pin that
