@@ -108,3 +108,33 @@ func TestKeyForms(t *testing.T) {
 		t.Fatal("a malformed raw key has a hashed form")
 	}
 }
+
+// BenchmarkKey compares the two key forms of the same UUID under the
+// benchmarks' namespace: the raw encoding Session uses, and the SHA-256
+// of the same fields every id's key was before (Replicas.LegacyKeys' claim
+// name); validation included in neither.
+func BenchmarkKey(b *testing.B) {
+	ns := Namespace{Model: "llama", Tenant: "acme"}
+	const id = "0190c3a4-7d1e-7c2b-9a55-3f2b8e1d4c6a"
+	b.Run("raw", func(b *testing.B) {
+		b.ReportAllocs()
+		for i := 0; i < b.N; i++ {
+			if _, ok := ns.raw(id); !ok {
+				b.Fatal("not raw")
+			}
+		}
+	})
+	b.Run("hashed", func(b *testing.B) {
+		b.ReportAllocs()
+		for i := 0; i < b.N; i++ {
+			_ = ns.derive(kindSession, id)
+		}
+	})
+	b.Run("validate", func(b *testing.B) {
+		for i := 0; i < b.N; i++ {
+			if err := ValidateSessionID(id); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}

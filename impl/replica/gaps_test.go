@@ -327,8 +327,9 @@ func TestGap_DeleteDuringQuarantineWriteEvictsBinding(t *testing.T) {
 		if err != nil {
 			return errors.Is(err, ErrQuarantined)
 		}
+		moved := tu.Rev() != rev // read before Done: the Turn is inert after it
 		tu.Done(false)
-		return tu.Rev() != rev
+		return moved
 	}, waitFor, tick, "turns still routed under revision %d after its Delete came", rev)
 }
 
