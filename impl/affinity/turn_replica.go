@@ -44,11 +44,16 @@ func (t *turn) acquireReplica(ctx context.Context) error {
 			return fmt.Errorf("%w: %w", placement.ErrCancelled, err)
 		}
 		rt, err := c.Begin(ctx, pk)
+		// qe and ce are read apart (replicaErrs), on error paths only:
+		// errors.As takes their addresses, which moves them to the heap.
 		var qe *replica.QuarantinedError
 		var ce *replica.ClosingError
+		if err != nil {
+			qe, ce = replicaErrs(err)
+		}
 		switch {
 		case err == nil:
-		case errors.As(err, &qe):
+		case qe != nil:
 			if l.cfg.Mode == ModeHard {
 				l.stats.errors.Add(1)
 				return l.replicaQuarantinedError(t.req.Phase, qe)
@@ -61,7 +66,7 @@ func (t *turn) acquireReplica(ctx context.Context) error {
 			}
 			t.unpinned(CauseQuarantined)
 			return nil
-		case errors.As(err, &ce):
+		case ce != nil:
 			t.unpinned(CauseClosing)
 			return nil
 		case errors.Is(err, placement.ErrCapacity):
@@ -125,6 +130,20 @@ func (t *turn) acquireReplica(ctx context.Context) error {
 		}
 		return nil
 	}
+}
+
+// replicaErrs returns the replica's quarantine or closing error err
+// carries, if any (the quarantine first).
+func replicaErrs(err error) (*replica.QuarantinedError, *replica.ClosingError) {
+	var qe *replica.QuarantinedError
+	if errors.As(err, &qe) {
+		return qe, nil
+	}
+	var ce *replica.ClosingError
+	if errors.As(err, &ce) {
+		return nil, ce
+	}
+	return nil, nil
 }
 
 // reservedReplica records that the request holds the session's
