@@ -423,14 +423,9 @@ func (l *Layer) gone(s slot) bool {
 	return !ok || m.instance != s.instance
 }
 
-// judge reports whether a binding to b must move, and why: its worker
-// left or restarted (another instance), failed, or no longer serves b's rank.
-func (l *Layer) judge(b slot) (MoveCause, bool) {
-	var c memberCache
-	return l.judgeCached(b, &c)
-}
-
-// judgeCached is judge, recording the worker's entry it read in c.
+// judgeCached reports whether a binding to b must move, and why: its
+// worker left or restarted (another instance), failed, or no longer serves
+// b's rank. It records the worker's entry it read in c.
 func (l *Layer) judgeCached(b slot, c *memberCache) (MoveCause, bool) {
 	m, ok, snap := c.lookup(l.mem, b.worker)
 	c.snap, c.m = snap, m
