@@ -64,7 +64,10 @@
 // each after its 8-byte length (33 bytes). Both forms are the same on
 // every replica. A sibling group's key (SiblingGroup, shared by an agent's
 // subagents) is always hashed, from its parent's hashed form, and begins
-// with a byte no session key has.
+// with a byte no session key has. Key.String and the doorkeeper's
+// fingerprint read a key's hashed form (a raw key's is computed for them:
+// a log line, or a first turn under table pressure), so they are what they
+// were before the raw form.
 //
 // Keys are not persisted by the layer over the local core. Over replicas
 // they name claims in the shared store: a version before the raw form

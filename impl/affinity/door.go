@@ -1,7 +1,6 @@
 package affinity
 
 import (
-	"crypto/sha256"
 	"encoding/binary"
 	"sync/atomic"
 )
@@ -46,16 +45,17 @@ func newDoorkeeper(n int) *doorkeeper {
 	return &doorkeeper{buckets: make([]doorBucket, size), mask: uint64(size - 1)}
 }
 
-// fingerprint is the first bytes of k's digest: a raw key's is hashed here
-// (only under table pressure, where the doorkeeper is read), so a client
-// cannot choose ids whose fingerprints collide, and a run's buckets are
-// the same every time (a simulation replays exactly).
+// fingerprint is the first bytes of k's digest: a raw key's hashed form's
+// (computed here, only under table pressure, where the doorkeeper is
+// read), so a client cannot choose ids whose fingerprints collide, and a
+// session's fingerprint is the one it had before keys had a raw form (a
+// simulation replays as it did).
 func fingerprint(k Key) uint64 {
-	if k.k[0] == kindRaw {
-		sum := sha256.Sum256([]byte(k.k))
-		return binary.LittleEndian.Uint64(sum[:8])
+	h, _ := k.hashed()
+	if len(h.k) < 9 {
+		return 0
 	}
-	return binary.LittleEndian.Uint64([]byte(k.k[1:9]))
+	return binary.LittleEndian.Uint64([]byte(h.k[1:9]))
 }
 
 func (d *doorkeeper) bucket(fp uint64) *doorBucket { return &d.buckets[(fp>>8)&d.mask] }

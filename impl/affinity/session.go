@@ -64,19 +64,19 @@ func (k Key) IsZero() bool { return k.k == "" }
 // Sibling reports whether k is a sibling group's key.
 func (k Key) Sibling() bool { return len(k.k) == keyBytes && k.k[0] == kindSibling }
 
-// String formats k for logs: its kind and the first bytes of a digest
-// (never the client's id: a raw key is hashed here, for the log line).
+// String formats k for logs: its kind and the first bytes of its digest
+// (never the client's id). A raw key prints its hashed form's, so a
+// session prints as it did before keys had a raw form (and a picker that
+// hashes String, as impl/picker's do, places it as it did).
 func (k Key) String() string {
 	if k.IsZero() {
 		return "none"
 	}
-	d := k.k[1:]
-	kind := k.k[0]
-	if kind == kindRaw {
-		sum := sha256.Sum256([]byte(k.k))
-		d, kind = string(sum[:]), kindSession
+	h, ok := k.hashed()
+	if !ok {
+		return "invalid"
 	}
-	return string(kind) + ":" + hex.EncodeToString([]byte(d[:8]))
+	return string(h.k[0]) + ":" + hex.EncodeToString([]byte(h.k[1:9]))
 }
 
 // Session returns the key of the client session id under ns. The id is
