@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/placementlab/placement/impl/affinity"
@@ -18,23 +19,35 @@ import (
 // BenchmarkAffinity measures a later turn's hot path from the request's
 // header to its lease and back, each in its default configuration:
 //
-//   - core: the header's value as the key of impl/placement's Acquire (a
-//     hit), then Done (the release), what a router on the core alone does;
+//   - core: impl/placement's Acquire (a hit) and Done on a fixed key (the
+//     session id read once): the core's hit alone, the baseline every
+//     ×core metric divides by;
+//   - core-header: the same with the key read from the header per request
+//     with h.Get (which canonicalizes "X-Session-ID" into a new string:
+//     one allocation), what a router on the core alone does the ordinary
+//     way (the baseline of the figures before issue 28);
 //   - affinity: impl/affinity's RequestFromHeader (validation, the
-//     namespace's SHA-256 key), Start (the hit), Eligible over 8 ranked
+//     namespace's key), Start (the hit), Eligible over 8 ranked
 //     candidates, Dispatch, Complete(Accepted) and Done;
 //   - affinity-key: RequestFromHeader alone (the key's share of the cost);
+//   - affinity-key-long: RequestFromHeader of a 100-byte id (hashed: too
+//     long for the raw form);
 //   - driver: the router kit's one call per request, impl/router's
 //     Driver.Do in its default configuration (candidates: every rank of
 //     every member, in-flight counts, the default picker), after
 //     RequestFromHeader, with a transport that accepts at once.
-//
-// The benchtable reports affinity's ns/op as a ratio to core's.
 func BenchmarkAffinity(b *testing.B) {
 	h := http.Header{}
 	h.Set("X-Session-ID", "0190c3a4-7d1e-7c2b-9a55-3f2b8e1d4c6a")
 	ctx := context.Background()
-	b.Run("hit/core", func(b *testing.B) {
+	var coreNs float64
+	ratio := func(b *testing.B) {
+		b.StopTimer()
+		if ns := float64(b.Elapsed().Nanoseconds()) / float64(b.N); coreNs > 0 {
+			b.ReportMetric(ns/coreNs, "×core")
+		}
+	}
+	coreHit := func(b *testing.B, key func() string) {
 		type worker struct {
 			id   string
 			rank int
@@ -45,7 +58,7 @@ func BenchmarkAffinity(b *testing.B) {
 		}
 		defer c.Close()
 		w := worker{"w3", 1}
-		a, err := c.Acquire(ctx, h.Get("X-Session-ID"))
+		a, err := c.Acquire(ctx, key())
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -57,12 +70,22 @@ func BenchmarkAffinity(b *testing.B) {
 		b.ReportAllocs()
 		b.ResetTimer()
 		for i := 0; i < b.N; i++ {
-			a, err := c.Acquire(ctx, h.Get("X-Session-ID"))
+			a, err := c.Acquire(ctx, key())
 			if err != nil || !a.Hit() {
 				b.Fatal("no hit", err)
 			}
 			a.Done()
 		}
+	}
+	b.Run("hit/core", func(b *testing.B) {
+		id := h.Get("X-Session-ID")
+		coreHit(b, func() string { return id })
+		b.StopTimer()
+		coreNs = float64(b.Elapsed().Nanoseconds()) / float64(b.N)
+	})
+	b.Run("hit/core-header", func(b *testing.B) {
+		coreHit(b, func() string { return h.Get("X-Session-ID") })
+		ratio(b)
 	})
 	l, cands := layerRig(b, affinity.Config{})
 	defer l.Close()
@@ -74,6 +97,7 @@ func BenchmarkAffinity(b *testing.B) {
 		for i := 0; i < b.N; i++ {
 			turn(b, false)
 		}
+		ratio(b)
 	})
 	b.Run("hit/driver", func(b *testing.B) {
 		d, err := router.New(router.Config{Layer: l})
@@ -96,6 +120,7 @@ func BenchmarkAffinity(b *testing.B) {
 				b.Fatal("no hit", err)
 			}
 		}
+		ratio(b)
 	})
 	b.Run("hit/affinity-key", func(b *testing.B) {
 		b.ReportAllocs()
@@ -103,6 +128,94 @@ func BenchmarkAffinity(b *testing.B) {
 			if _, err := l.RequestFromHeader(ns, h, affinity.PhaseDecode); err != nil {
 				b.Fatal(err)
 			}
+		}
+		ratio(b)
+	})
+	b.Run("hit/affinity-key-long", func(b *testing.B) {
+		hl := http.Header{}
+		hl.Set("X-Session-ID", strings.Repeat("0190c3a4-7d1e-7c2b", 5)+"-9a55-3f2b8e")
+		b.ReportAllocs()
+		for i := 0; i < b.N; i++ {
+			if _, err := l.RequestFromHeader(ns, hl, affinity.PhaseDecode); err != nil {
+				b.Fatal(err)
+			}
+		}
+		ratio(b)
+	})
+}
+
+// BenchmarkReplica measures impl/replica's cached turn (a later turn on a
+// session the replica holds: Start hits, Done releases, no store round
+// trip) on the in-memory claims store, beside the core's hit on a fixed
+// key in the same run (cached-turn/core; ×core divides by it). It fails
+// if the replica's store-call count moves. BenchmarkClaims measures the
+// same turn on etcd.
+func BenchmarkReplica(b *testing.B) {
+	ctx := context.Background()
+	var coreNs float64
+	const key = "session-cached"
+	b.Run("cached-turn/core", func(b *testing.B) {
+		c, err := placement.New(placement.Config[claims.Target]{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer c.Close()
+		w := claims.Target{Worker: "w1"}
+		a, err := c.Acquire(ctx, key)
+		if err != nil {
+			b.Fatal(err)
+		}
+		d, err := a.Reservation.BeginDispatch(w, c.Generation(w))
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := d.Complete(placement.Accepted); err != nil {
+			b.Fatal(err)
+		}
+		a.Done()
+		b.ReportAllocs()
+		b.ResetTimer()
+		for i := 0; i < b.N; i++ {
+			a, err := c.Acquire(ctx, key)
+			if err != nil || !a.Hit() {
+				b.Fatal("no hit", err)
+			}
+			a.Done()
+		}
+		b.StopTimer()
+		coreNs = float64(b.Elapsed().Nanoseconds()) / float64(b.N)
+	})
+	b.Run("cached-turn/replica", func(b *testing.B) {
+		r := newClaimRig(b, 1, memOpener())
+		defer r.close()
+		c := r.reps[0]
+		if err := firstTurn(ctx, c, "warm"); err != nil {
+			b.Fatal(err)
+		}
+		t, err := c.Start(ctx, key, nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := t.Complete(placement.Accepted); err != nil {
+			b.Fatal(err)
+		}
+		t.Done(false)
+		calls := c.Stats().StoreCalls
+		b.ReportAllocs()
+		b.ResetTimer()
+		for i := 0; i < b.N; i++ {
+			t, err := c.Start(ctx, key, nil)
+			if err != nil || !t.Hit() {
+				b.Fatal("no hit", err)
+			}
+			t.Done(false)
+		}
+		b.StopTimer()
+		if n := c.Stats().StoreCalls - calls; n != 0 {
+			b.Fatalf("%d store calls in %d cached turns, want none", n, b.N)
+		}
+		if ns := float64(b.Elapsed().Nanoseconds()) / float64(b.N); coreNs > 0 {
+			b.ReportMetric(ns/coreNs, "×core")
 		}
 	})
 }

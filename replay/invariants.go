@@ -53,7 +53,7 @@ var testBreak string
 type invState struct {
 	// open holds the turns started and not yet ended: the request and
 	// the replica.
-	open map[*affinity.Turn][2]int32
+	open map[affinity.Turn][2]int32
 	// bind is each replica's binding of each key (by kid) as last seen
 	// right after a turn ended, and when that turn refreshed it.
 	bind [][]bindSeen
@@ -90,7 +90,7 @@ type splitCheck struct {
 // initInvariants sizes the bookkeeping of a placement policy's simulation
 // (after its replicas are built).
 func (s *sim) initInvariants() {
-	s.inv.open = map[*affinity.Turn][2]int32{}
+	s.inv.open = map[affinity.Turn][2]int32{}
 	s.inv.pinGen = -1
 	s.inv.active = make([]int32, len(s.kak))
 	s.inv.bind = make([][]bindSeen, len(s.reps))
@@ -134,7 +134,7 @@ func (s *sim) replicaName(k int) string {
 
 // turnStarted records a turn Start returned for request i on the current
 // replica.
-func (s *sim) turnStarted(t *affinity.Turn, i int) {
+func (s *sim) turnStarted(t affinity.Turn, i int) {
 	if s.inv.open != nil {
 		s.inv.open[t] = [2]int32{int32(i), int32(s.cur)}
 	}
@@ -143,7 +143,7 @@ func (s *sim) turnStarted(t *affinity.Turn, i int) {
 // endTurn ends request i's turn t on replica rep (Done), unless a test
 // breaks it, and then notes the key's binding on that replica (see
 // sawBinding).
-func (s *sim) endTurn(t *affinity.Turn, i, rep int, accepted *rank, bound bool) {
+func (s *sim) endTurn(t affinity.Turn, i, rep int, accepted *rank, bound bool) {
 	if s.breakOnce("skip-done", accepted != nil) {
 		return
 	}

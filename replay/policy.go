@@ -11,8 +11,8 @@ import (
 // (cache-aware's, and placement's in modes hard and soft); est is
 // placement's estimate of the request's uncached tokens at its rank.
 type handle struct {
-	turn   *affinity.Turn
-	a      *affinity.Attempt
+	turn   affinity.Turn
+	a      affinity.Attempt
 	req    *picker.Request
 	prefix *picker.PrefixOverlap // the index that routed it (its replica's)
 	est    int
@@ -29,7 +29,7 @@ func (h handle) complete(s *sim, rk *rank, o placement.Outcome, ran bool) {
 	if h.prefix != nil && h.req != nil {
 		h.prefix.Observe(h.req, rk.target, o)
 	}
-	if h.a == nil {
+	if h.a == (affinity.Attempt{}) {
 		return
 	}
 	_ = h.a.Complete(o)
@@ -247,7 +247,7 @@ func (s *sim) routePlacement(i int, pin affinity.Target, hasPin bool) (*rank, ha
 // binding's fallback): a sibling group being placed goes to its parent
 // session's binding when that is eligible and not overloaded (the
 // subagents fork the parent's context); otherwise the pipeline picks.
-func (s *sim) pickPlacement(i int, turn *affinity.Turn, el []affinity.Candidate, pc []picker.Candidate) affinity.Target {
+func (s *sim) pickPlacement(i int, turn affinity.Turn, el []affinity.Candidate, pc []picker.Candidate) affinity.Target {
 	r := &s.wl.Requests[i]
 	if r.Parent != "" && s.parentHint && turn.Placing() {
 		if pt, ok := s.layer.Query(s.pkeys[i], affinity.PhaseDecode); ok {

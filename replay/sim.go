@@ -499,7 +499,7 @@ func (s *sim) send(i int) {
 		s.push(s.now+s.cfg.RetryDelay, evSend, i, nil)
 		return
 	}
-	if testBreak != "" && h.turn != nil {
+	if testBreak != "" && h.turn != (affinity.Turn{}) {
 		rk = s.breakRoute(i, rk)
 	}
 	s.dispatch(i, rk, h, delay)
@@ -538,7 +538,7 @@ func (s *sim) dispatch(i int, rk *rank, h handle, delay time.Duration) {
 	try := s.tries[i]
 	ambiguous := s.chance(i, try, 1) < s.cfg.AmbiguousProb
 	var sc *splitCheck
-	if h.turn != nil {
+	if h.turn != (affinity.Turn{}) {
 		sc = s.checkDispatch(i, rk, h, !ambiguous)
 	}
 	if ambiguous {

@@ -21,17 +21,40 @@ const (
 )
 
 // Attempt is one dispatch of a request to a target, from Turn.Dispatch to
-// Complete.
+// Complete: a handle (a value) on the turn's latest attempt. An Attempt
+// of an earlier dispatch of the request, or of a Turn that is Done, is
+// inert: its Complete is ErrTurnEnded (its Target, Hit and ID still say
+// what it was). The zero Attempt is such a handle.
 type Attempt struct {
-	t      *Turn
+	t      *turn
+	gen    uint64 // the turn's use
+	seq    uint32 // the attempt's number in the turn
+	kind   attemptKind
+	target Target
+	id     uint64
+}
+
+// attempt is the turn's latest attempt (turnBody.cur).
+type attempt struct {
+	t      *turn
 	target Target
 	kind   attemptKind
 	d      *placement.Dispatch[slot]
-	done   bool
+	seq    uint32
+}
+
+// current returns the attempt a is a handle on while it is the turn's
+// latest and in flight, else nil.
+func (a Attempt) current() *attempt {
+	t := a.t
+	if t == nil || t.gen.Load() != a.gen || t.flying == nil || t.flying.seq != a.seq {
+		return nil
+	}
+	return t.flying
 }
 
 // Target returns where the request goes.
-func (a *Attempt) Target() Target { return a.target }
+func (a Attempt) Target() Target { return a.target }
 
 // ID returns the attempt id of a dispatch that places the session (a
 // router sends it to the worker, so a resolver can ask what became of it),
@@ -42,8 +65,11 @@ func (a *Attempt) Target() Target { return a.target }
 // re-sends it by itself when a reused connection drops, a replay neither
 // the router nor the layer sees. Use a header of your own (for example
 // X-Placement-Attempt), or set the request's GetBody to nil.
-func (a *Attempt) ID() uint64 {
-	if a.kind == attemptFirst && a.t.rt != nil {
+func (a Attempt) ID() uint64 { return a.id }
+
+// id is the attempt id of a (see Attempt.ID).
+func (a *attempt) id() uint64 {
+	if a.kind == attemptFirst && a.t.onReplica() {
 		return a.t.rt.Attempt()
 	}
 	if a.d == nil {
@@ -53,21 +79,30 @@ func (a *Attempt) ID() uint64 {
 }
 
 // Hit reports whether the attempt is a later turn on the session's binding.
-func (a *Attempt) Hit() bool { return a.kind == attemptHit }
+func (a Attempt) Hit() bool { return a.kind == attemptHit }
 
 // Context returns the context for the upstream call: for a dispatch that
-// places the session, one that ends at the dispatch's deadline unless an
-// outcome came first (placement.Dispatch.Context); otherwise a cancellable
-// copy of parent. Call cancel when the call (its whole body) ends.
-func (a *Attempt) Context(parent context.Context) (context.Context, context.CancelFunc) {
-	if a.kind == attemptFirst && a.t.rt != nil {
-		return a.t.rt.Context(parent)
+// places the session (while in flight), one that ends at the dispatch's
+// deadline unless an outcome came first (placement.Dispatch.Context);
+// otherwise parent itself, with a cancel that does nothing (the call ends
+// with the request's context, or when its response body is closed). Call
+// cancel when the call (its whole body) ends.
+func (a Attempt) Context(parent context.Context) (context.Context, context.CancelFunc) {
+	if a.kind == attemptFirst {
+		if x := a.current(); x != nil {
+			if x.t.onReplica() {
+				return x.t.rt.Context(parent)
+			}
+			if x.d != nil {
+				return x.d.Context(parent)
+			}
+		}
 	}
-	if a.d == nil {
-		return context.WithCancel(parent)
-	}
-	return a.d.Context(parent)
+	return parent, noCancel
 }
+
+// noCancel is the cancel of a context Attempt.Context did not derive.
+func noCancel() {}
 
 // Dispatch sends the request to target, which the scheduler chose from
 // Eligible. By the contract table: a pin is exact (a target it does not
@@ -82,27 +117,39 @@ func (a *Attempt) Context(parent context.Context) (context.Context, context.Canc
 //
 // After a DefinitelyNotAccepted outcome the request may Dispatch again (to
 // another target); after Accepted or an unknown outcome it may not
-// (ErrTurnEnded).
-func (t *Turn) Dispatch(target Target) (*Attempt, error) {
+// (ErrTurnEnded), nor after Done.
+func (h Turn) Dispatch(target Target) (Attempt, error) {
+	t := h.live()
+	if t == nil {
+		return Attempt{}, ErrTurnEnded
+	}
+	a, err := t.dispatch(target)
+	if err != nil {
+		return Attempt{}, err
+	}
+	return Attempt{t: t, gen: h.gen, seq: a.seq, kind: a.kind, target: a.target, id: a.id()}, nil
+}
+
+func (t *turn) dispatch(target Target) (*attempt, error) {
 	l := t.l
 	if t.st == turnEnded || t.flying != nil || t.served {
 		return nil, ErrTurnEnded
 	}
-	if err := l.dispatchable(target); err != nil {
+	if err := l.dispatchableCached(target, &t.bm); err != nil {
 		return nil, err
 	}
 	if t.req.HasPin && !t.req.Pin.Accepts(target) {
 		l.stats.errors.Add(1)
 		return nil, &MismatchError{Binding: t.req.Pin, Dispatch: target}
 	}
-	if t.rt != nil || (l.replicated() && t.st != turnUnpinned) {
+	if t.onReplica() || (l.replicated() && t.st != turnUnpinned) {
 		return t.dispatchReplica(target)
 	}
 	switch t.st {
 	case turnBound:
 		b := t.lease.Target().target()
 		if b.Accepts(target) {
-			return t.fly(Attempt{t: t, target: target, kind: attemptHit}), nil
+			return t.fly(attempt{t: t, target: target, kind: attemptHit}), nil
 		}
 		if l.cfg.Mode == ModeHard && !(mutant("HardPinFollows") && t.req.HasPin) {
 			l.stats.errors.Add(1)
@@ -118,7 +165,7 @@ func (t *Turn) Dispatch(target Target) (*Attempt, error) {
 		t.acq.Done()
 		if !t.moved(MoveFollow) {
 			t.unpinned(CauseMovesExhausted)
-			return t.fly(Attempt{t: t, target: target, kind: attemptUnpinned}), nil
+			return t.fly(attempt{t: t, target: target, kind: attemptUnpinned}), nil
 		}
 		t.st = turnMoving
 		return t.place(target)
@@ -128,26 +175,25 @@ func (t *Turn) Dispatch(target Target) (*Attempt, error) {
 		if t.remember {
 			l.door[t.req.Phase].remember(t.req.Session, target)
 		}
-		return t.fly(Attempt{t: t, target: target, kind: attemptUnpinned}), nil
+		return t.fly(attempt{t: t, target: target, kind: attemptUnpinned}), nil
 	}
 }
 
 // fly records a as the attempt in flight and returns it: in the turn's
-// own storage for its first attempt, allocated for a later one.
-func (t *Turn) fly(a Attempt) *Attempt {
-	p := &t.first
-	if t.firstUsed {
-		p = new(Attempt)
-	}
-	t.firstUsed = true
-	*p = a
-	t.flying = p
-	return p
+// own storage, under the next attempt number.
+func (t *turn) fly(a attempt) *attempt {
+	t.seq++
+	a.seq = t.seq
+	t.cur = a
+	t.flying = &t.cur
+	return t.flying
 }
 
-// dispatchable checks that target's worker is a member, up, and serves it.
-func (l *Layer) dispatchable(target Target) error {
-	m, ok := l.mem.load().current(target.Worker)
+// dispatchableCached checks that target's worker is a member, up, and
+// serves it, reading the worker from c when c read it in the current
+// membership.
+func (l *Layer) dispatchableCached(target Target, c *memberCache) error {
+	m, ok, _ := c.lookup(l.mem, target.Worker)
 	if !ok || m.failed || !m.serves(target) {
 		l.stats.errors.Add(1)
 		return &IneligibleError{Target: target, Cause: ErrPinnedWorkerGone}
@@ -158,7 +204,7 @@ func (l *Layer) dispatchable(target Target) error {
 // place dispatches a placing request (reserved, or moving: it reserves the
 // session first, without waiting: a session another request holds means a
 // concurrent move won) to target under a fresh attempt.
-func (t *Turn) place(target Target) (*Attempt, error) {
+func (t *turn) place(target Target) (*attempt, error) {
 	l := t.l
 	if t.st == turnMoving {
 		a, err := t.c.TryAcquire(t.req.Session.k)
@@ -169,7 +215,7 @@ func (t *Turn) place(target Target) (*Attempt, error) {
 			if a.Lease.Target().target().Accepts(target) && l.mem.load()[target.Worker] != nil &&
 				l.mem.load()[target.Worker].instance == a.Lease.Target().instance {
 				t.acq, t.lease, t.st = a, a.Lease, turnBound
-				return t.fly(Attempt{t: t, target: target, kind: attemptHit}), nil
+				return t.fly(attempt{t: t, target: target, kind: attemptHit}), nil
 			}
 			a.Done()
 			t.unpinned(CauseMoveLost)
@@ -185,7 +231,7 @@ func (t *Turn) place(target Target) (*Attempt, error) {
 			t.unpinned(CauseMoveLost)
 		}
 		if t.st == turnUnpinned {
-			return t.fly(Attempt{t: t, target: target, kind: attemptUnpinned}), nil
+			return t.fly(attempt{t: t, target: target, kind: attemptUnpinned}), nil
 		}
 	}
 	r := t.acq.Reservation
@@ -206,7 +252,7 @@ func (t *Turn) place(target Target) (*Attempt, error) {
 		case errors.Is(err, placement.ErrReservationLost):
 			t.acq.Done()
 			t.unpinned(CauseReservationLost)
-			return t.fly(Attempt{t: t, target: target, kind: attemptUnpinned}), nil
+			return t.fly(attempt{t: t, target: target, kind: attemptUnpinned}), nil
 		case err != nil:
 			return nil, err
 		}
@@ -217,7 +263,7 @@ func (t *Turn) place(target Target) (*Attempt, error) {
 			l.stats.errors.Add(1)
 			return nil, &IneligibleError{Target: target, Cause: ErrPinnedWorkerGone}
 		}
-		return t.fly(Attempt{t: t, target: target, kind: attemptFirst, d: d}), nil
+		return t.fly(attempt{t: t, target: target, kind: attemptFirst, d: d}), nil
 	}
 }
 
@@ -248,21 +294,25 @@ func (t *Turn) place(target Target) (*Attempt, error) {
 // first lease until Done); if the worker restarted meanwhile the binding
 // is stale at birth and the session stays unbound (counted in Stats), but
 // the request was served: nil.
-func (a *Attempt) Complete(o placement.Outcome) error {
-	t := a.t
-	if a.done || t.flying != a {
+func (a Attempt) Complete(o placement.Outcome) error {
+	x := a.current()
+	if x == nil {
 		return ErrTurnEnded
 	}
+	return x.complete(o)
+}
+
+func (a *attempt) complete(o placement.Outcome) error {
+	t := a.t
 	if o < placement.Accepted || o > placement.Ambiguous {
 		return placement.ErrInvalidArgument
 	}
-	a.done = true
 	t.flying = nil
 	l := t.l
 	if o == placement.Accepted {
 		t.served = true
 	}
-	if t.rt != nil && a.kind != attemptUnpinned {
+	if t.onReplica() && a.kind != attemptUnpinned {
 		return a.completeReplica(o)
 	}
 	switch a.kind {
@@ -346,9 +396,19 @@ func (a *Attempt) Complete(o placement.Outcome) error {
 // its outcome, so the binding goes when the last request holding it ends;
 // abandoned, without refreshing the idle TTL, after an unknown outcome), a
 // reservation never
-// dispatched. Done is idempotent.
-func (t *Turn) Done() {
-	if t.rt != nil {
+// dispatched. Done is idempotent: the Turn's state then serves later
+// requests, and this handle (and its Attempts) are inert.
+func (h Turn) Done() {
+	t := h.live()
+	if t == nil {
+		return
+	}
+	t.done()
+	t.recycle()
+}
+
+func (t *turn) done() {
+	if t.onReplica() {
 		t.flying = nil
 		t.endReplica()
 		t.st = turnEnded

@@ -160,7 +160,7 @@ func (e *env) req(id string) affinity.Request {
 	return affinity.Request{Session: e.key(id), Phase: affinity.PhaseDecode}
 }
 
-func (e *env) start(r affinity.Request) *affinity.Turn {
+func (e *env) start(r affinity.Request) affinity.Turn {
 	e.t.Helper()
 	tr, err := e.l.Start(waitCtx(e.t), r)
 	require.NoError(e.t, err)
@@ -568,7 +568,7 @@ func TestContract_P4_PinDisagreesWithBinding(t *testing.T) {
 			pinned := r
 			pinned.Pin, pinned.HasPin = wb, true
 			tr, err := e.l.Start(waitCtx(t), pinned)
-			assert.Nil(t, tr, "Start: a Turn is returned only with a nil error")
+			assert.Zero(t, tr, "Start: a Turn is returned only with a nil error")
 			var pe *affinity.PinError
 			require.ErrorAs(t, err, &pe)
 			require.ErrorIs(t, err, affinity.ErrPinConflict)
@@ -872,7 +872,7 @@ func TestContract_B5_DispatchDisagreesWithBinding(t *testing.T) {
 			e.bind(r, wa)
 			tr := e.start(r)
 			a, err := tr.Dispatch(wb)
-			require.Nil(t, a, "nothing dispatched")
+			require.Zero(t, a, "nothing dispatched")
 			var me *affinity.MismatchError
 			require.ErrorAs(t, err, &me)
 			require.ErrorIs(t, err, affinity.ErrBindingMismatch)
@@ -895,7 +895,7 @@ func TestContract_B5_DispatchDisagreesWithBinding(t *testing.T) {
 }
 
 // tr2 dispatches tr to target (a helper that keeps the test bodies short).
-func tr2(t *testing.T, tr *affinity.Turn, target affinity.Target) (*affinity.Attempt, error) {
+func tr2(t *testing.T, tr affinity.Turn, target affinity.Target) (affinity.Attempt, error) {
 	t.Helper()
 	return tr.Dispatch(target)
 }
@@ -935,7 +935,7 @@ func TestContract_B6_RankedAndWorkerOnlyBindings(t *testing.T) {
 				tr := e.start(r)
 				a, err := tr.Dispatch(affinity.Ranked("r", 2))
 				if m == affinity.ModeHard {
-					require.Nil(t, a)
+					require.Zero(t, a)
 					var me *affinity.MismatchError
 					require.ErrorAs(t, err, &me)
 					require.Equal(t, affinity.Ranked("r", 0), me.Binding)
@@ -1001,7 +1001,7 @@ func TestContract_S2_WaitWhilePlacing(t *testing.T) {
 			require.True(t, first.Placing())
 
 			type res struct {
-				tr  *affinity.Turn
+				tr  affinity.Turn
 				err error
 			}
 			// A waiter whose context ends.
@@ -1020,7 +1020,7 @@ func TestContract_S2_WaitWhilePlacing(t *testing.T) {
 			cancel()
 			select {
 			case got := <-cancelled:
-				assert.Nil(t, got.tr, "Start: a Turn is returned only with a nil error")
+				assert.Zero(t, got.tr, "Start: a Turn is returned only with a nil error")
 				require.ErrorIs(t, got.err, placement.ErrCancelled)
 			case <-time.After(5 * time.Second):
 				t.Fatal("a waiter whose ctx ended did not return")
@@ -1073,7 +1073,7 @@ func TestContract_Q1_Quarantined(t *testing.T) {
 			require.NoError(t, e.clk.Advance(time.Minute))
 			if m == affinity.ModeHard {
 				tr, err := e.l.Start(waitCtx(t), r)
-				assert.Nil(t, tr, "Start: a Turn is returned only with a nil error")
+				assert.Zero(t, tr, "Start: a Turn is returned only with a nil error")
 				var qe *affinity.QuarantinedError
 				require.ErrorAs(t, err, &qe)
 				require.ErrorIs(t, err, affinity.ErrQuarantined)
@@ -1411,7 +1411,7 @@ func TestContract_L1_RefusedStaleHoldMovesNothing(t *testing.T) {
 			r := e.req("s")
 			e.bind(r, wa)
 			t1, t2 := e.start(r), e.start(r)
-			for _, tr := range []*affinity.Turn{t1, t2} {
+			for _, tr := range []affinity.Turn{t1, t2} {
 				a, err := tr.Dispatch(wa)
 				require.NoError(t, err)
 				require.True(t, a.Hit())
@@ -1585,7 +1585,7 @@ func TestAnchorBug_PinAgainstBinding(t *testing.T) {
 			against := r
 			against.Pin, against.HasPin = wc, true
 			tr, err := e.l.Start(waitCtx(t), against)
-			assert.Nil(t, tr, "Start: a Turn is returned only with a nil error")
+			assert.Zero(t, tr, "Start: a Turn is returned only with a nil error")
 			require.ErrorIs(t, err, affinity.ErrPinConflict)
 			e.requireBound(r, wa)
 
@@ -2118,7 +2118,7 @@ func TestMembership_LeaveNeverDispatched(t *testing.T) {
 				require.NoError(t, err)
 				require.Equal(t, []affinity.Target{wb, wc}, targetsOf(got))
 				a, err := tr.Dispatch(wa)
-				require.Nil(t, a)
+				require.Zero(t, a)
 				var ie *affinity.IneligibleError
 				require.ErrorAs(t, err, &ie)
 				require.ErrorIs(t, err, affinity.ErrPinnedWorkerGone)
@@ -2355,9 +2355,9 @@ func TestStats_Counters(t *testing.T) {
 // ---------------------------------------------------------------------------
 // Documented Turn behaviour beyond the table
 
-// The first Attempt lives in its Turn (the package's allocations
-// section): after a refusal and a second Dispatch, the first *Attempt is
-// still a stale one (ErrTurnEnded), never an alias of the one in flight.
+// Attempts live in their Turn (the package's allocations section): after
+// a refusal and a second Dispatch, the first Attempt is a stale handle
+// (ErrTurnEnded), never an alias of the one in flight.
 func TestTurn_StaleFirstAttempt(t *testing.T) {
 	eachBackend(t, func(t *testing.T) {
 		eachMode(t, boundModes, func(t *testing.T, m affinity.Mode) {
@@ -2369,10 +2369,66 @@ func TestTurn_StaleFirstAttempt(t *testing.T) {
 			require.ErrorIs(t, a1.Complete(placement.DefinitelyNotAccepted), placement.ErrNotAccepted)
 			a2, err := tr.Dispatch(wb)
 			require.NoError(t, err)
-			require.NotSame(t, a1, a2)
+			require.NotEqual(t, a1, a2)
 			require.ErrorIs(t, a1.Complete(placement.Accepted), affinity.ErrTurnEnded)
+			require.Equal(t, wa, a1.Target(), "a stale Attempt still says what it was")
 			require.Equal(t, wb, a2.Target())
 			require.NoError(t, a2.Complete(placement.Accepted))
+		})
+	})
+}
+
+// A Turn's state is pooled (the package's allocations section): once
+// Done, its handle and its Attempts are inert (ErrTurnEnded, nothing
+// reported, Done a no-op) even while the state serves another request,
+// which they never act on.
+func TestTurn_StaleHandleAfterDone(t *testing.T) {
+	eachBackend(t, func(t *testing.T) {
+		eachMode(t, boundModes, func(t *testing.T, m affinity.Mode) {
+			e := newEnv(t, m)
+			r := e.req("s")
+			e.bind(r, wa)
+			old := e.start(r)
+			oa, err := old.Dispatch(wa)
+			require.NoError(t, err)
+			old.Done()
+			// Later turns (one of them likely on old's pooled state).
+			var live []affinity.Turn
+			for range 4 {
+				tr := e.start(r)
+				live = append(live, tr)
+			}
+			for i := 0; i < 2; i++ {
+				_, err = old.Dispatch(wa)
+				require.ErrorIs(t, err, affinity.ErrTurnEnded)
+				_, err = old.Eligible(abc(), nil)
+				require.ErrorIs(t, err, affinity.ErrTurnEnded)
+				_, bound := old.Bound()
+				require.False(t, bound)
+				require.False(t, old.Placing())
+				require.Equal(t, affinity.CauseNone, old.Unpinned())
+				require.ErrorIs(t, oa.Complete(placement.Accepted), affinity.ErrTurnEnded)
+				ctx, cancel := oa.Context(context.Background())
+				require.Equal(t, context.Background(), ctx)
+				cancel()
+				old.Done() // a no-op: the live turns keep their leases
+			}
+			for _, tr := range live {
+				b, ok := tr.Bound()
+				require.True(t, ok)
+				require.Equal(t, wa, b)
+				a, err := tr.Dispatch(wa)
+				require.NoError(t, err)
+				require.True(t, a.Hit())
+				require.NoError(t, a.Complete(placement.Accepted))
+				tr.Done()
+			}
+			require.Equal(t, uint64(4), e.l.Stats().Hits)
+			var zero affinity.Turn
+			zero.Done()
+			_, err = zero.Dispatch(wa)
+			require.ErrorIs(t, err, affinity.ErrTurnEnded)
+			require.ErrorIs(t, affinity.Attempt{}.Complete(placement.Accepted), affinity.ErrTurnEnded)
 		})
 	})
 }

@@ -53,11 +53,29 @@
 // RequestFromHeader reads the canonical header (Headers.Session, default
 // X-Session-ID), which wins, then the agent clients' headers in order
 // (DefaultHeaders), and the final-request headers. A session id is 1 to 256
-// bytes of visible ASCII (*SessionIDError otherwise). Keys are SHA-256
-// digests of the trusted Namespace (model, group, tenant) and the id, so no
-// client id reaches another namespace's binding and every key is 33 bytes
-// whatever the client sent. A sibling group's key (SiblingGroup, shared by
-// an agent's subagents) begins with a byte no session key has.
+// bytes of visible ASCII (*SessionIDError otherwise). Keys encode the
+// trusted Namespace (model, group, tenant) and the id injectively, so no
+// client id reaches another namespace's binding and no two inputs share a
+// key, and every key is at most MaxKeyBytes (64) whatever the client sent:
+// when the namespace's fields (each under 128 bytes) and the id fit, the
+// key is their raw encoding (a kind byte, each field after its one-byte
+// length, the id last: no hash to compute, collision-free by
+// construction); otherwise it is the SHA-256 of the fields and the id,
+// each after its 8-byte length (33 bytes). Both forms are the same on
+// every replica. A sibling group's key (SiblingGroup, shared by an agent's
+// subagents) is always hashed, from its parent's hashed form, and begins
+// with a byte no session key has. Key.String and the doorkeeper's
+// fingerprint read a key's hashed form (a raw key's is computed for them:
+// a log line, or a first turn under table pressure), so they are what they
+// were before the raw form.
+//
+// Keys are not persisted by the layer over the local core. Over replicas
+// they name claims in the shared store: a version before the raw form
+// hashed every id, so during a rolling upgrade from it a short id's claim
+// would have two names (the session bound twice, once per form, and the
+// old claims left to their idle TTL). Replicas.LegacyKeys names claims by
+// the hashed form alone (a SHA-256 per request) until no old replica
+// runs.
 //
 // # The contract table
 //
@@ -253,12 +271,23 @@
 //     (its capacity capped at its length) when the eligible ones are one
 //     run of them, as a binding's candidates are: treat it as read-only
 //     (Eligibility.Select).
-//   - A Turn's first Attempt lives in the Turn; an Attempt after a refusal
-//     is allocated apart, so a stale *Attempt never aliases the one in
-//     flight and its Complete stays ErrTurnEnded.
+//   - A Turn is a handle (a pointer and a generation) on turn state from
+//     a sync.Pool: Done returns the state to the pool and bumps its
+//     generation, so the old handle, and every Attempt of it, is inert
+//     (ErrTurnEnded) rather than another request's turn. An Attempt is a
+//     handle too (the turn's generation and the attempt's number, with its
+//     target, kind and id): the turn keeps its latest attempt only, and an
+//     Attempt superseded by a later Dispatch completes with ErrTurnEnded.
+//   - Attempt.Context derives a context only for a placing dispatch (its
+//     deadline); a hit's or an unpinned attempt's is the request's own,
+//     with a cancel that does nothing (context.WithCancel cost two
+//     allocations per request).
 //   - Headers made canonical by New look a request's header map up once
-//     per name (no second, canonicalizing lookup).
+//     per name (no second, canonicalizing lookup); a session id is
+//     validated eight bytes at a time; a short id's key is its raw
+//     encoding (no SHA-256).
+//   - A binding's narrowing (Eligible) reads its worker's membership once.
 //
-// A later turn then allocates its Key (RequestFromHeader: the string the
-// core's table is keyed by) and its Turn (Start).
+// A later turn then allocates its Key alone (RequestFromHeader: the string
+// the core's table is keyed by); Start through Done allocate nothing.
 package affinity

@@ -31,7 +31,7 @@ type doorBucket struct {
 }
 
 type doorEntry struct {
-	fp     uint64 // the key's first digest bytes
+	fp     uint64 // the key's fingerprint
 	target Target
 	has    bool // target was recorded (the first turn dispatched)
 }
@@ -45,7 +45,18 @@ func newDoorkeeper(n int) *doorkeeper {
 	return &doorkeeper{buckets: make([]doorBucket, size), mask: uint64(size - 1)}
 }
 
-func fingerprint(k Key) uint64 { return binary.LittleEndian.Uint64([]byte(k.k[1:9])) }
+// fingerprint is the first bytes of k's digest: a raw key's hashed form's
+// (computed here, only under table pressure, where the doorkeeper is
+// read), so a client cannot choose ids whose fingerprints collide, and a
+// session's fingerprint is the one it had before keys had a raw form (a
+// simulation replays as it did).
+func fingerprint(k Key) uint64 {
+	h, _ := k.hashed()
+	if len(h.k) < 9 {
+		return 0
+	}
+	return binary.LittleEndian.Uint64([]byte(h.k[1:9]))
+}
 
 func (d *doorkeeper) bucket(fp uint64) *doorBucket { return &d.buckets[(fp>>8)&d.mask] }
 

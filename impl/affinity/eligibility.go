@@ -50,12 +50,16 @@ type Eligibility struct {
 	bound       bool // affinity is a binding (not a first turn's hint)
 	allow       func(worker string) bool
 	available   func(worker string) bool
+	// cached: the snapshot members is, and a request's read of its
+	// binding's worker in it (Turn.Eligible; nil otherwise).
+	cached memberCache
 }
 
 // Eligibility returns the layer's eligibility helper over its membership
 // as it is now, in the layer's mode, with no other constraint.
 func (l *Layer) Eligibility() Eligibility {
-	return Eligibility{members: l.mem.load(), mode: l.cfg.Mode}
+	snap := l.mem.snap.Load()
+	return Eligibility{members: *snap, mode: l.cfg.Mode, cached: memberCache{snap: snap}}
 }
 
 // WithPin makes the request exact: only targets p accepts.
@@ -132,9 +136,7 @@ func (e Eligibility) Select(cands []Candidate) ([]Candidate, error) {
 		return out, nil
 	}
 	if e.hasAffinity {
-		narrowed := keep(cands, func(c Candidate) bool {
-			return e.affinity.Accepts(c.Target) && !c.Overloaded && (e.dispatchable(c.Target) || mutant("NarrowsToUnavailable"))
-		})
+		narrowed := e.narrow(cands)
 		if len(narrowed) > 0 {
 			return narrowed, nil
 		}
@@ -147,6 +149,32 @@ func (e Eligibility) Select(cands []Candidate) ([]Candidate, error) {
 		return nil, ErrNoCandidates
 	}
 	return full, nil
+}
+
+// narrow returns the candidates the affinity target accepts that are
+// eligible (not overloaded, dispatchable), as keep would: the target names
+// one worker, so its membership, availability and allowance are read once,
+// and each candidate costs a comparison.
+func (e Eligibility) narrow(cands []Candidate) []Candidate {
+	t := e.affinity
+	m, ok := e.cached.m, true
+	if m == nil || m.ID != t.Worker {
+		m, ok = e.members[t.Worker]
+	}
+	up := ok && !m.failed && (e.available == nil || e.available(t.Worker)) && e.allowed(t.Worker)
+	anyway := mutant("NarrowsToUnavailable")
+	if !up && !anyway {
+		return nil
+	}
+	var r run
+	for x := range cands {
+		c := &cands[x]
+		if c.Overloaded || !t.Accepts(c.Target) || !(anyway || m.serves(c.Target)) {
+			continue
+		}
+		r.add(cands, x)
+	}
+	return r.result(cands)
 }
 
 // exact returns the eligible candidates t accepts, or why there are none:
@@ -189,31 +217,46 @@ func (e Eligibility) exact(t Target, bound bool, cands []Candidate) ([]Candidate
 // allocates nothing (the common case: a binding's candidates, or all of
 // them), a copy otherwise, nil when there are none.
 func keep(cands []Candidate, ok func(Candidate) bool) []Candidate {
-	// Each candidate is judged once: [i, j) is the first run; out, once
-	// a second run shows, the copy.
-	i, j := -1, -1
-	var out []Candidate
+	var r run
 	for x, c := range cands {
-		if !ok(c) {
-			continue
-		}
-		switch {
-		case out != nil:
-			out = append(out, c)
-		case i < 0:
-			i, j = x, x+1
-		case x == j:
-			j++
-		default:
-			out = append(make([]Candidate, 0, len(cands)-i), cands[i:j]...)
-			out = append(out, c)
+		if ok(c) {
+			r.add(cands, x)
 		}
 	}
+	return r.result(cands)
+}
+
+// run collects candidates kept in order, each judged once: [i, j) is the
+// first run of them; out, once a second run shows, the copy.
+type run struct {
+	i, j int
+	out  []Candidate
+	any  bool
+}
+
+// add keeps cands[x] (x increasing).
+func (r *run) add(cands []Candidate, x int) {
 	switch {
-	case out != nil:
-		return out
-	case i < 0:
+	case r.out != nil:
+		r.out = append(r.out, cands[x])
+	case !r.any:
+		r.i, r.j, r.any = x, x+1, true
+	case x == r.j:
+		r.j++
+	default:
+		r.out = append(make([]Candidate, 0, len(cands)-r.i), cands[r.i:r.j]...)
+		r.out = append(r.out, cands[x])
+	}
+}
+
+// result is what was kept: the sub-slice of cands for one run (capacity
+// capped), the copy otherwise, nil for none.
+func (r *run) result(cands []Candidate) []Candidate {
+	switch {
+	case r.out != nil:
+		return r.out
+	case !r.any:
 		return nil
 	}
-	return cands[i:j:j]
+	return cands[r.i:r.j:r.j]
 }

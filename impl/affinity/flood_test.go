@@ -39,7 +39,7 @@ func TestFloodOfOneOffIDs(t *testing.T) {
 	next := 0
 	// turn runs one request of id, dispatching to the first eligible
 	// candidate after rotating the list (a scheduler that spreads load).
-	turn := func(id string) (affinity.Target, *affinity.Turn) {
+	turn := func(id string) (affinity.Target, affinity.Turn) {
 		key, err := ns.Session(id)
 		if err != nil {
 			t.Fatal(err)

@@ -171,7 +171,7 @@ type refusal struct {
 // had already ended. (A removal by another request's move in the same
 // instant is credited to the refusal too: the Observer cannot tell the two
 // calls apart. The version is still counted once.)
-func (l *Layer) invalidateRefused(t *Turn) bool {
+func (l *Layer) invalidateRefused(t *turn) bool {
 	k := refusalKey{phase: t.req.Phase, key: t.req.Session.k, version: t.lease.Version()}
 	r := &l.refusing
 	r.mu.Lock()

@@ -93,6 +93,26 @@ func (m *membership) publish(f func(members)) {
 	m.snap.Store(&next)
 }
 
+// memberCache is a request's read of one worker in one membership
+// snapshot (its binding's, read at Start): a later read of the same
+// worker in the same snapshot (snapshots are immutable) takes it instead
+// of a map lookup.
+type memberCache struct {
+	snap *members
+	m    *member
+}
+
+// lookup returns worker's entry in the current snapshot of ms (and the
+// snapshot), from c when c read it there.
+func (c *memberCache) lookup(ms *membership, worker string) (*member, bool, *members) {
+	snap := ms.snap.Load()
+	if c.m != nil && snap == c.snap && c.m.ID == worker {
+		return c.m, true, snap
+	}
+	m, ok := (*snap)[worker]
+	return m, ok, snap
+}
+
 // current returns w's member entry if t's worker is a member.
 func (ms members) current(worker string) (*member, bool) {
 	w, ok := ms[worker]

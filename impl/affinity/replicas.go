@@ -31,6 +31,16 @@ type Replicas struct {
 	// each phase's replica.Config.
 	TouchInterval, StoreTimeout, StoreRetry time.Duration
 	MaxAttempts                             int
+	// LegacyKeys names every session's claim by its hashed key, as
+	// versions before the raw form of short keys did (see Key): for a
+	// rolling upgrade from such a version, whose replicas share the store
+	// with this one and would otherwise read a short session's claim
+	// under another key (the session then bound twice, once per key
+	// form, and the old claims left to expire). It costs a SHA-256 per
+	// request; turn it off once no replica of the old version runs. With
+	// it, Quarantined lists keys in their hashed form (Resolve and
+	// EndSession take either form).
+	LegacyKeys bool
 }
 
 // startTimeout bounds New's store calls over replicas (the replica id,
@@ -53,7 +63,7 @@ func (l *Layer) newReplicas(cfg Config) error {
 			Store: r.Store, Name: r.Name + "/" + Phase(p).String(),
 			IdleTTL: cfg.IdleTTL, TouchInterval: r.TouchInterval,
 			DispatchTimeout: cfg.DispatchTimeout, ReserveTimeout: cfg.ReserveTimeout,
-			QuarantineTTL: cfg.QuarantineTTL, MaxEntries: cfg.MaxEntries, MaxKeyBytes: keyBytes + 1,
+			QuarantineTTL: cfg.QuarantineTTL, MaxEntries: cfg.MaxEntries, MaxKeyBytes: MaxKeyBytes + 1,
 			Clock: cfg.Clock, ClockResolution: cfg.ClockResolution,
 			MaxAttempts: r.MaxAttempts, StoreTimeout: r.StoreTimeout, StoreRetry: r.StoreRetry,
 			Observer: func(ev placement.Event[claims.Target]) { l.observeReplica(Phase(p), ev) },
@@ -79,7 +89,10 @@ func (l *Layer) replicated() bool { return l.rep[0] != nil }
 
 // phaseKey is a session's claim key in phase p: the phases' claims are
 // apart in the store as their tables are.
-func phaseKey(k Key, p Phase) string {
+func (l *Layer) phaseKey(k Key, p Phase) string {
+	if l.cfg.Replicas.LegacyKeys {
+		k, _ = k.hashed()
+	}
 	if p == PhasePrefill {
 		return "p" + k.k
 	}
@@ -178,7 +191,7 @@ func (l *Layer) replicaResolve(q Quarantine, res placement.Resolution) error {
 	accepted := res == placement.ResolveAccepted && !final
 	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
 	defer cancel()
-	err := c.Resolve(ctx, phaseKey(q.Key, q.Phase), q.Attempt, int64(q.Generation), accepted)
+	err := c.Resolve(ctx, l.phaseKey(q.Key, q.Phase), q.Attempt, int64(q.Generation), accepted)
 	switch {
 	case err == nil && accepted:
 		l.stats.binds.Add(1)
@@ -201,7 +214,7 @@ func (l *Layer) replicaResolve(q Quarantine, res placement.Resolution) error {
 
 // replicaQuery is Query over replicas.
 func (l *Layer) replicaQuery(key Key, p Phase) (Target, bool) {
-	ct, ok := l.rep[p].Query(phaseKey(key, p))
+	ct, ok := l.rep[p].Query(l.phaseKey(key, p))
 	if !ok {
 		return Target{}, false
 	}
@@ -219,7 +232,7 @@ func (l *Layer) replicaEndSession(key Key) (bool, error) {
 	removed := false
 	for p, c := range l.rep {
 		ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
-		ok, err := c.EndSession(ctx, phaseKey(key, Phase(p)))
+		ok, err := c.EndSession(ctx, l.phaseKey(key, Phase(p)))
 		cancel()
 		if err != nil {
 			return removed, err

@@ -28,7 +28,7 @@ type cluster struct {
 	ls  []*env
 }
 
-func newCluster(t *testing.T, n int, m affinity.Mode) *cluster {
+func newCluster(t *testing.T, n int, m affinity.Mode, opts ...func(*affinity.Replicas)) *cluster {
 	t.Helper()
 	clk := placement.NewManualClock(0)
 	b := memstore.NewBackend(memstore.Config{IdleTTL: time.Hour, Clock: clk})
@@ -37,8 +37,11 @@ func newCluster(t *testing.T, n int, m affinity.Mode) *cluster {
 	for i := 1; i <= n; i++ {
 		name := fmt.Sprintf("r%d", i)
 		h := b.Open(name)
-		l, err := affinity.New(affinity.Config{Mode: m, Clock: clk, Replicas: &affinity.Replicas{
-			Store: h, Name: name, StoreTimeout: 2 * time.Second, StoreRetry: 50 * time.Millisecond}})
+		rc := &affinity.Replicas{Store: h, Name: name, StoreTimeout: 2 * time.Second, StoreRetry: 50 * time.Millisecond}
+		for _, o := range opts {
+			o(rc)
+		}
+		l, err := affinity.New(affinity.Config{Mode: m, Clock: clk, Replicas: rc})
 		require.NoError(t, err)
 		t.Cleanup(func() { _ = l.Close(); _ = h.Shutdown() })
 		e := &env{t: t, l: l, clk: clk, ns: affinity.Namespace{Model: "llama", Group: "g", Tenant: "acme"}}
@@ -55,6 +58,37 @@ func newCluster(t *testing.T, n int, m affinity.Mode) *cluster {
 func eventually(t *testing.T, f func() bool, msg string) {
 	t.Helper()
 	require.Eventually(t, f, 5*time.Second, time.Millisecond, msg)
+}
+
+// A short session id's claim is named by its raw key; with LegacyKeys, by
+// its hashed form (the key every id had before the raw form), which the
+// other replicas' turns and EndSession find too.
+func TestReplicas_LegacyKeys(t *testing.T) {
+	for _, legacy := range []bool{false, true} {
+		t.Run(fmt.Sprint("legacy=", legacy), func(t *testing.T) {
+			c := newCluster(t, 2, affinity.ModeSoft, func(r *affinity.Replicas) { r.LegacyKeys = legacy })
+			e := c.ls[0]
+			r := e.req("s")
+			e.bind(r, wb)
+			raw, hashed := affinity.RawKey(r.Session), affinity.RawKey(affinity.HashedKey(r.Session))
+			require.NotEqual(t, raw, hashed, "a short id's key is raw")
+			_, byRaw := c.b.Claim("d" + raw)
+			_, byHash := c.b.Claim("d" + hashed)
+			assert.Equal(t, !legacy, byRaw)
+			assert.Equal(t, legacy, byHash)
+			tr := c.ls[1].start(r)
+			got, ok := tr.Bound()
+			require.True(t, ok, "the other replica reads the claim")
+			assert.Equal(t, wb, got)
+			a, err := tr.Dispatch(wb)
+			require.NoError(t, err)
+			require.NoError(t, a.Complete(placement.Accepted))
+			tr.Done()
+			ok, err = c.ls[1].l.EndSession(r.Session)
+			require.NoError(t, err)
+			require.True(t, ok, "EndSession found the binding by the key")
+		})
+	}
 }
 
 // A session bound through one replica is bound on the others: their

@@ -18,20 +18,45 @@ type Namespace struct {
 	Model, Group, Tenant string
 }
 
-// Key is a session's key in the layer's tables: a fixed-size digest of the
-// namespace and the client's session id, so a binding's memory does not
-// depend on client input, and no client id reaches another namespace's
-// binding. The zero Key means "no session": the request is routed unpinned.
+// Key is a session's key in the layer's tables: an injective encoding of
+// the namespace and the client's session id, so no client id reaches
+// another namespace's binding, and a binding's memory is bounded whatever
+// the client sent (at most MaxKeyBytes). The zero Key means "no session":
+// the request is routed unpinned.
+//
+// Two forms, told apart by the first byte, both the same on every replica:
+//   - short ids (the whole encoding fits in maxRawKeyBytes, as a UUID or a
+//     ULID under a usual namespace does): the kind byte kindRaw, the
+//     namespace's three fields each prefixed by its length (one byte: a
+//     field of 128 bytes or more takes the hashed form), then the id. No
+//     two inputs share it (the lengths delimit the fields, the id is the
+//     rest), so it needs no hash: collision-free by construction.
+//   - longer ones: kindSession and the SHA-256 of the fields and the id,
+//     each prefixed by its 8-byte length (the key every id had before the
+//     raw form; see Replicas.LegacyKeys).
+//
+// A sibling group's key is always hashed (kindSibling).
 type Key struct{ k string }
 
-// kindSession and kindSibling are the first byte of a key: a client's
-// session id always yields kindSession, so no client-supplied id can
-// produce a sibling group's key.
+// kindSession, kindRaw and kindSibling are the first byte of a key: a
+// client's session id always yields kindSession or kindRaw, so no
+// client-supplied id can produce a sibling group's key.
 const (
 	kindSession byte = 's'
+	kindRaw     byte = 'r'
 	kindSibling byte = 'g'
 	keyBytes         = 1 + sha256.Size
+	// maxRawKeyBytes bounds the raw form: an id whose encoding under its
+	// namespace is longer is hashed.
+	maxRawKeyBytes = 64
+	// maxRawField bounds a namespace field's length in the raw form (its
+	// length prefix is one byte, below 0x80).
+	maxRawField = 0x7f
 )
+
+// MaxKeyBytes is the longest Key (a raw one), the claim key's length
+// over replicas less its phase byte.
+const MaxKeyBytes = maxRawKeyBytes
 
 // IsZero reports whether k is the zero Key (no session).
 func (k Key) IsZero() bool { return k.k == "" }
@@ -40,12 +65,18 @@ func (k Key) IsZero() bool { return k.k == "" }
 func (k Key) Sibling() bool { return len(k.k) == keyBytes && k.k[0] == kindSibling }
 
 // String formats k for logs: its kind and the first bytes of its digest
-// (never the client's id).
+// (never the client's id). A raw key prints its hashed form's, so a
+// session prints as it did before keys had a raw form (and a picker that
+// hashes String, as impl/picker's do, places it as it did).
 func (k Key) String() string {
 	if k.IsZero() {
 		return "none"
 	}
-	return string(k.k[0]) + ":" + hex.EncodeToString([]byte(k.k[1:9]))
+	h, ok := k.hashed()
+	if !ok {
+		return "invalid"
+	}
+	return string(h.k[0]) + ":" + hex.EncodeToString([]byte(h.k[1:9]))
 }
 
 // Session returns the key of the client session id under ns. The id is
@@ -53,6 +84,9 @@ func (k Key) String() string {
 func (ns Namespace) Session(id string) (Key, error) {
 	if err := ValidateSessionID(id); err != nil {
 		return Key{}, err
+	}
+	if k, ok := ns.raw(id); ok {
+		return k, nil
 	}
 	return ns.derive(kindSession, id), nil
 }
@@ -65,7 +99,50 @@ func (ns Namespace) SiblingGroup(parent Key) (Key, error) {
 	if parent.IsZero() || parent.Sibling() {
 		return Key{}, &SessionIDError{Reason: "a sibling group needs a parent session's key"}
 	}
-	return ns.derive(kindSibling, parent.k), nil
+	// Of the parent's hashed form, so that a group's key is the one it
+	// had before session keys had a raw form.
+	h, ok := parent.hashed()
+	if !ok {
+		return Key{}, &SessionIDError{Reason: "a sibling group needs a parent session's key"}
+	}
+	return ns.derive(kindSibling, h.k), nil
+}
+
+// raw is the raw form of id's key under ns, when it fits.
+func (ns Namespace) raw(id string) (Key, bool) {
+	m, g, t := len(ns.Model), len(ns.Group), len(ns.Tenant)
+	n := 4 + m + g + t + len(id)
+	if n > maxRawKeyBytes || m > maxRawField || g > maxRawField || t > maxRawField {
+		return Key{}, false
+	}
+	var stack [maxRawKeyBytes]byte
+	buf := append(stack[:0], kindRaw, byte(m))
+	buf = append(buf, ns.Model...)
+	buf = append(buf, byte(g))
+	buf = append(buf, ns.Group...)
+	buf = append(buf, byte(t))
+	buf = append(buf, ns.Tenant...)
+	buf = append(buf, id...)
+	return Key{k: string(buf)}, true
+}
+
+// hashed returns k in its hashed form: k itself unless it is raw, else
+// the key the same namespace and id had before the raw form (the SHA-256
+// of the fields). ok is false for a malformed raw key.
+func (k Key) hashed() (Key, bool) {
+	if len(k.k) == 0 || k.k[0] != kindRaw {
+		return k, true
+	}
+	var f [3]string
+	rest := k.k[1:]
+	for i := range f {
+		if len(rest) == 0 || int(rest[0]) >= len(rest) {
+			return Key{}, false
+		}
+		n := int(rest[0])
+		f[i], rest = rest[1:1+n], rest[1+n:]
+	}
+	return Namespace{Model: f[0], Group: f[1], Tenant: f[2]}.derive(kindSession, rest), true
 }
 
 // derive hashes the namespace's fields and the id, each length-prefixed so
@@ -100,6 +177,9 @@ func ValidateSessionID(id string) error {
 	}
 	if len(id) > MaxSessionIDBytes {
 		return &SessionIDError{Reason: fmt.Sprintf("session id of %d bytes exceeds %d", len(id), MaxSessionIDBytes)}
+	}
+	if visibleASCII(id) {
+		return nil
 	}
 	for i := 0; i < len(id); i++ {
 		if c := id[i]; c < 0x21 || c > 0x7e {
@@ -186,6 +266,30 @@ func (hs Headers) SessionID(h http.Header) (id string, final, found bool, err er
 		return "", final, false, nil
 	}
 	return id, final, true, ValidateSessionID(id)
+}
+
+// visibleASCII reports whether every byte of s is in 0x21..0x7e, eight
+// bytes at a time: a word has a byte below 0x21 when (w - 0x21..21) &^ w
+// has a top bit set, and one above 0x7e when (w + 0x01..01) | w does
+// (both exact for these bounds, which are below 0x80).
+func visibleASCII(s string) bool {
+	const (
+		ones = 0x0101010101010101
+		high = 0x8080808080808080
+	)
+	i := 0
+	for ; i+8 <= len(s); i += 8 {
+		w := binary.LittleEndian.Uint64([]byte(s[i : i+8]))
+		if ((w-0x21*ones)&^w|(w+(0x7f-0x7e)*ones)|w)&high != 0 {
+			return false
+		}
+	}
+	for ; i < len(s); i++ {
+		if c := s[i]; c < 0x21 || c > 0x7e {
+			return false
+		}
+	}
+	return true
 }
 
 func equalFold(a, b string) bool {

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/placementlab/placement/impl/placement"
@@ -107,9 +109,48 @@ const (
 	turnEnded                     // Done, or an outcome that ends the turn
 )
 
-// Turn is one request's hold on its session, from Start to Done. A Turn
-// is used by one goroutine (the request's).
+// Turn is one request's hold on its session, from Start to Done: a handle
+// (a value, copied freely) on the layer's pooled turn state. A Turn is
+// used by one goroutine (the request's). Once Done, the state goes back to
+// the pool and may serve another request: the handle's generation no
+// longer matches, so the old handle is inert (Dispatch and Eligible return
+// ErrTurnEnded, Done does nothing, Bound, Placing and Unpinned report
+// nothing), never another request's turn. The zero Turn is such a handle.
 type Turn struct {
+	t   *turn
+	gen uint64
+}
+
+// live returns the turn h is a handle on, or nil when it ended (its state
+// may serve another request now: only its generation is read).
+func (h Turn) live() *turn {
+	if h.t == nil || h.t.gen.Load() != h.gen {
+		return nil
+	}
+	return h.t
+}
+
+// turn is a Turn's state: pooled, reused by later requests; gen counts
+// its uses (bumped when one ends), and a handle carries the one it was
+// given for.
+type turn struct {
+	gen atomic.Uint64
+	turnBody
+}
+
+// turnPool holds ended turns for later requests' Start.
+var turnPool = sync.Pool{New: func() any { return new(turn) }}
+
+// recycle ends t's use: handles on it go stale, and it returns to the pool
+// holding nothing (no layer, lease or context kept alive by the pool).
+func (t *turn) recycle() {
+	t.turnBody = turnBody{}
+	t.gen.Add(1)
+	turnPool.Put(t)
+}
+
+// turnBody is the per-request part of a turn (zeroed between uses).
+type turnBody struct {
 	l       *Layer
 	req     Request
 	c       *placement.Coordinator[slot]
@@ -124,21 +165,23 @@ type Turn struct {
 	hasPending,
 	served, // an attempt was Accepted: no more dispatches
 	remember bool // an unseen session's first turn: the doorkeeper records its target
-	flying  *Attempt
+	flying  *attempt          // &cur while an attempt is in flight
 	outcome placement.Outcome // of the last attempt on a hit
-	// first is the storage of the turn's first Attempt (the common case:
-	// one dispatch per request), so that Dispatch allocates nothing; a
-	// later attempt, after a refusal, is allocated apart, so an old
-	// *Attempt never aliases the one in flight (its Complete stays
-	// ErrTurnEnded).
-	first     Attempt
-	firstUsed bool
+	// cur is the storage of the turn's latest attempt, seq its number (an
+	// Attempt handle of an earlier one no longer matches it: its Complete
+	// is ErrTurnEnded).
+	cur attempt
+	seq uint32
 
 	// Over replicas (Config.Replicas): the replica's turn, and the
 	// session's binding it holds or read (turnBound, turnMoving).
-	rt     *replica.Turn
+	rt     replica.Turn
 	rbound Target
 	ctx    context.Context
+
+	// bm is the binding's worker as Start judged it (over the local
+	// core), for Eligible's and Dispatch's reads of it.
+	bm memberCache
 }
 
 // Start begins a request: it reads the session's binding in the request's
@@ -151,30 +194,44 @@ type Turn struct {
 // (placement.ErrCancelled), the layer's Close (placement.ErrClosed), and
 // in hard mode a pin that disagrees with the binding (*PinError,
 // ErrPinConflict) and a quarantined session (*QuarantinedError).
-// Every Turn must end with Done; a Turn is returned only with a nil error.
-func (l *Layer) Start(ctx context.Context, req Request) (*Turn, error) {
-	t := &Turn{l: l, req: req}
+// Every Turn must end with Done; a live Turn is returned only with a nil
+// error (the zero Turn otherwise).
+func (l *Layer) Start(ctx context.Context, req Request) (Turn, error) {
 	if req.Phase >= numPhases {
-		return nil, fmt.Errorf("%w: phase %d", placement.ErrInvalidArgument, req.Phase)
+		return Turn{}, fmt.Errorf("%w: phase %d", placement.ErrInvalidArgument, req.Phase)
 	}
+	t := turnPool.Get().(*turn)
+	t.l, t.req = l, req
+	if err := t.start(ctx); err != nil {
+		t.recycle()
+		return Turn{}, err
+	}
+	return Turn{t: t, gen: t.gen.Load()}, nil
+}
+
+// start is Start on the turn's state.
+func (t *turn) start(ctx context.Context) error {
+	l, req := t.l, t.req
 	if req.HasPin {
 		if err := l.validPin(req.Pin); err != nil {
 			l.stats.errors.Add(1)
-			return nil, err
+			return err
 		}
 	}
 	switch {
 	case l.cfg.Mode == ModeOff:
-		return t.unpinned(CauseOff), nil
+		t.unpinned(CauseOff)
+		return nil
 	case req.Session.IsZero():
-		return t.unpinned(CauseNoSession), nil
+		t.unpinned(CauseNoSession)
+		return nil
 	}
 	if l.replicated() {
 		if err := t.acquireReplica(ctx); err != nil {
-			return nil, err
+			return err
 		}
 		t.admitReplica()
-		return t, nil
+		return nil
 	}
 	t.c = l.core[req.Phase]
 	if t.c.Len() >= l.admit && !mutant("AdmitsFlood") {
@@ -183,17 +240,19 @@ func (l *Layer) Start(ctx context.Context, req Request) (*Turn, error) {
 			if !seen {
 				t.remember = true
 				if t.c.Len() >= t.c.Config().MaxEntries {
-					return t.unpinned(CauseCapacity), nil // C1 comes before A1
+					t.unpinned(CauseCapacity) // C1 comes before A1
+					return nil
 				}
-				return t.unpinned(CauseAdmission), nil
+				t.unpinned(CauseAdmission)
+				return nil
 			}
 			t.hint, t.hinted = hint, ok
 		}
 	}
 	if err := t.acquire(ctx); err != nil {
-		return nil, err
+		return err
 	}
-	return t, nil
+	return nil
 }
 
 // validPin checks a pin (rows P1 and P2, before any binding is read): a
@@ -217,7 +276,7 @@ func (l *Layer) validPin(p Target) error {
 	return nil
 }
 
-func (t *Turn) unpinned(c Cause) *Turn {
+func (t *turn) unpinned(c Cause) *turn {
 	t.st, t.cause, t.hasPending = turnUnpinned, c, false
 	t.l.stats.unpinned[c].Add(1)
 	return t
@@ -225,7 +284,7 @@ func (t *Turn) unpinned(c Cause) *Turn {
 
 // acquire reads the session's entry until it is bound to a live target, is
 // reserved for this request, or the request goes unpinned.
-func (t *Turn) acquire(ctx context.Context) error {
+func (t *turn) acquire(ctx context.Context) error {
 	l, key := t.l, t.req.Session.k
 	for round := 0; ; round++ {
 		// Each round after the first follows one that ended something (a
@@ -253,7 +312,7 @@ func (t *Turn) acquire(ctx context.Context) error {
 				testAfterHit()
 			}
 			b := a.Lease.Target()
-			if mc, moved := l.judge(b); moved {
+			if mc, moved := l.judgeCached(b, &t.bm); moved {
 				// The bound worker failed, left or restarted: move (a
 				// fenced invalidation: only this binding version goes).
 				if mutant("FollowsDepartedWorker") {
@@ -364,10 +423,12 @@ func (l *Layer) gone(s slot) bool {
 	return !ok || m.instance != s.instance
 }
 
-// judge reports whether a binding to b must move, and why: its worker
-// left or restarted (another instance), failed, or no longer serves b's rank.
-func (l *Layer) judge(b slot) (MoveCause, bool) {
-	m, ok := l.mem.load().current(b.worker)
+// judgeCached reports whether a binding to b must move, and why: its
+// worker left or restarted (another instance), failed, or no longer serves
+// b's rank. It records the worker's entry it read in c.
+func (l *Layer) judgeCached(b slot, c *memberCache) (MoveCause, bool) {
+	m, ok, snap := c.lookup(l.mem, b.worker)
+	c.snap, c.m = snap, m
 	switch {
 	case !ok || m.instance != b.instance:
 		return MoveWorkerGone, true
@@ -384,7 +445,7 @@ func (l *Layer) judge(b slot) (MoveCause, bool) {
 // counted (Stats.Moves) when the request goes on to place the session
 // itself, or at once for a refused hit (the binding ends there); a request
 // that finds the session placed by someone else meanwhile moved nothing.
-func (t *Turn) moved(c MoveCause) bool {
+func (t *turn) moved(c MoveCause) bool {
 	t.moves++
 	t.pending, t.hasPending = c, true
 	return t.moves <= t.l.cfg.MaxMoves
@@ -392,7 +453,7 @@ func (t *Turn) moved(c MoveCause) bool {
 
 // reserved records that the request holds the session's reservation,
 // counting the move that led to it, if any.
-func (t *Turn) reserved(a placement.Acquisition[slot]) {
+func (t *turn) reserved(a placement.Acquisition[slot]) {
 	t.acq, t.st = a, turnReserved
 	if t.hasPending {
 		t.l.stats.moves[t.pending].Add(1)
@@ -401,7 +462,15 @@ func (t *Turn) reserved(a placement.Acquisition[slot]) {
 }
 
 // Bound returns the session's binding this request holds a lease on.
-func (t *Turn) Bound() (Target, bool) {
+func (h Turn) Bound() (Target, bool) {
+	t := h.live()
+	if t == nil {
+		return Target{}, false
+	}
+	return t.bound()
+}
+
+func (t *turn) bound() (Target, bool) {
 	if t.st != turnBound {
 		return Target{}, false
 	}
@@ -410,8 +479,8 @@ func (t *Turn) Bound() (Target, bool) {
 
 // boundTarget is the binding a bound request holds (or, over replicas,
 // read).
-func (t *Turn) boundTarget() Target {
-	if t.rt != nil {
+func (t *turn) boundTarget() Target {
+	if t.onReplica() {
 		return t.rbound
 	}
 	return t.lease.Target().target()
@@ -423,12 +492,12 @@ func (t *Turn) boundTarget() Target {
 // goes unpinned (its read wrote nothing); a second turn is narrowed to
 // the first's target. A session another replica bound is never refused
 // for this replica's pressure: its binding is read first.
-func (t *Turn) admitReplica() {
+func (t *turn) admitReplica() {
 	l, c := t.l, t.l.rep[t.req.Phase]
 	// The table's entries other than this turn's own reservation (the
 	// core's path measures before it reserves).
 	n := c.Len() - 1
-	if t.st != turnReserved || t.rt == nil || n < l.admit || mutant("AdmitsFlood") {
+	if t.st != turnReserved || !t.onReplica() || n < l.admit || mutant("AdmitsFlood") {
 		return
 	}
 	if _, ok := t.rt.Claim(); ok {
@@ -451,11 +520,15 @@ func (t *Turn) admitReplica() {
 // Placing reports whether the request places the session: its next
 // dispatch, if Accepted, binds the session. It is false once an attempt
 // completed (Bound then reports the binding it made).
-func (t *Turn) Placing() bool { return t.st == turnReserved || t.st == turnMoving }
+func (h Turn) Placing() bool {
+	t := h.live()
+	return t != nil && (t.st == turnReserved || t.st == turnMoving)
+}
 
 // Unpinned returns why the request is routed unpinned (CauseNone if not).
-func (t *Turn) Unpinned() Cause {
-	if t.st != turnUnpinned {
+func (h Turn) Unpinned() Cause {
+	t := h.live()
+	if t == nil || t.st != turnUnpinned {
 		return CauseNone
 	}
 	return t.cause
@@ -466,9 +539,20 @@ func (t *Turn) Unpinned() Cause {
 // the hint its session's first turn left, or, for a quarantined session in
 // soft mode, the quarantined attempt's target), and allow (nil: every
 // worker).
-// See Eligibility for the rules and the errors.
-func (t *Turn) Eligible(cands []Candidate, allow func(worker string) bool) ([]Candidate, error) {
+// See Eligibility for the rules and the errors. After Done: ErrTurnEnded.
+func (h Turn) Eligible(cands []Candidate, allow func(worker string) bool) ([]Candidate, error) {
+	t := h.live()
+	if t == nil {
+		return nil, ErrTurnEnded
+	}
+	return t.eligible(cands, allow)
+}
+
+func (t *turn) eligible(cands []Candidate, allow func(worker string) bool) ([]Candidate, error) {
 	e := t.l.Eligibility().WithAllow(allow)
+	if t.bm.snap == e.cached.snap {
+		e.cached.m = t.bm.m // the membership Start read the binding's worker in
+	}
 	switch {
 	case t.req.HasPin && t.st == turnBound:
 		// The pin agrees with the binding (Start refuses a pin that

@@ -32,23 +32,28 @@ import (
 // acquireReplica is acquire over replicas: it reads the session's entry
 // (Begin) until it is bound to a live target, reserved for this request,
 // or the request goes unpinned, as acquire does over the core.
-func (t *Turn) acquireReplica(ctx context.Context) error {
+func (t *turn) acquireReplica(ctx context.Context) error {
 	l, c := t.l, t.l.rep[t.req.Phase]
 	// The request's later store calls (a move's reservation) outlive
 	// Start's ctx, as over the core nothing after Start waits on it
 	// (detached where they are made: rejoin).
 	t.ctx = ctx
-	pk := phaseKey(t.req.Session, t.req.Phase)
+	pk := l.phaseKey(t.req.Session, t.req.Phase)
 	for round := 0; ; round++ {
 		if err := ctx.Err(); err != nil && round > 0 {
 			return fmt.Errorf("%w: %w", placement.ErrCancelled, err)
 		}
 		rt, err := c.Begin(ctx, pk)
+		// qe and ce are read apart (replicaErrs), on error paths only:
+		// errors.As takes their addresses, which moves them to the heap.
 		var qe *replica.QuarantinedError
 		var ce *replica.ClosingError
+		if err != nil {
+			qe, ce = replicaErrs(err)
+		}
 		switch {
 		case err == nil:
-		case errors.As(err, &qe):
+		case qe != nil:
 			if l.cfg.Mode == ModeHard {
 				l.stats.errors.Add(1)
 				return l.replicaQuarantinedError(t.req.Phase, qe)
@@ -61,7 +66,7 @@ func (t *Turn) acquireReplica(ctx context.Context) error {
 			}
 			t.unpinned(CauseQuarantined)
 			return nil
-		case errors.As(err, &ce):
+		case ce != nil:
 			t.unpinned(CauseClosing)
 			return nil
 		case errors.Is(err, placement.ErrCapacity):
@@ -127,10 +132,24 @@ func (t *Turn) acquireReplica(ctx context.Context) error {
 	}
 }
 
+// replicaErrs returns the replica's quarantine or closing error err
+// carries, if any (the quarantine first).
+func replicaErrs(err error) (*replica.QuarantinedError, *replica.ClosingError) {
+	var qe *replica.QuarantinedError
+	if errors.As(err, &qe) {
+		return qe, nil
+	}
+	var ce *replica.ClosingError
+	if errors.As(err, &ce) {
+		return nil, ce
+	}
+	return nil, nil
+}
+
 // reservedReplica records that the request holds the session's
 // reservation (a begun turn with no binding), counting the move that led
 // to it, if any.
-func (t *Turn) reservedReplica() {
+func (t *turn) reservedReplica() {
 	t.st = turnReserved
 	if t.hasPending {
 		t.l.stats.moves[t.pending].Add(1)
@@ -141,7 +160,7 @@ func (t *Turn) reservedReplica() {
 // bindingOf is the session's binding a begun replica turn holds or read:
 // a cached hit's target, or a current claim another replica wrote; bound
 // false when the turn holds the session's reservation with no binding.
-func bindingOf(rt *replica.Turn) (Target, bool) {
+func bindingOf(rt replica.Turn) (Target, bool) {
 	if rt.Hit() {
 		return fromClaims(rt.Target()), true
 	}
@@ -168,16 +187,16 @@ func (l *Layer) judgeTarget(b Target) (MoveCause, bool) {
 }
 
 // endReplica ends the replica turn the request holds.
-func (t *Turn) endReplica() {
-	if t.rt != nil {
+func (t *turn) endReplica() {
+	if t.onReplica() {
 		t.rt.Done(t.req.Final)
-		t.rt = nil
+		t.rt = replica.Turn{}
 	}
 }
 
 // dispatchReplica is Dispatch over replicas, after the checks every
 // backend makes.
-func (t *Turn) dispatchReplica(target Target) (*Attempt, error) {
+func (t *turn) dispatchReplica(target Target) (*attempt, error) {
 	l := t.l
 	switch t.st {
 	case turnBound:
@@ -196,9 +215,9 @@ func (t *Turn) dispatchReplica(target Target) (*Attempt, error) {
 				if err := t.recheck(target, m); err != nil {
 					return nil, err
 				}
-				return t.fly(Attempt{t: t, target: target, kind: attemptFirst}), nil
+				return t.fly(attempt{t: t, target: target, kind: attemptFirst}), nil
 			}
-			return t.fly(Attempt{t: t, target: target, kind: attemptHit}), nil
+			return t.fly(attempt{t: t, target: target, kind: attemptHit}), nil
 		}
 		if l.cfg.Mode == ModeHard && !(mutant("HardPinFollows") && t.req.HasPin) {
 			l.stats.errors.Add(1)
@@ -214,7 +233,7 @@ func (t *Turn) dispatchReplica(target Target) (*Attempt, error) {
 		if !t.moved(MoveFollow) {
 			t.endReplica()
 			t.unpinned(CauseMovesExhausted)
-			return t.fly(Attempt{t: t, target: target, kind: attemptUnpinned}), nil
+			return t.fly(attempt{t: t, target: target, kind: attemptUnpinned}), nil
 		}
 		t.st = turnMoving
 		return t.placeReplica(target)
@@ -224,25 +243,25 @@ func (t *Turn) dispatchReplica(target Target) (*Attempt, error) {
 		if t.remember {
 			l.door[t.req.Phase].remember(t.req.Session, target)
 		}
-		return t.fly(Attempt{t: t, target: target, kind: attemptUnpinned}), nil
+		return t.fly(attempt{t: t, target: target, kind: attemptUnpinned}), nil
 	}
 }
 
 // placeReplica dispatches a placing or moving request to target: the
 // replica writes the claim there (or moves it, fenced by the revision it
 // was read at) before the dispatch.
-func (t *Turn) placeReplica(target Target) (*Attempt, error) {
-	if t.st == turnMoving && t.rt == nil {
+func (t *turn) placeReplica(target Target) (*attempt, error) {
+	if t.st == turnMoving && !t.onReplica() {
 		// The binding was given up: reserve the session without waiting
 		// (a session another request holds means a concurrent move won),
 		// as the core's path does.
 		if a := t.rejoin(target); a != nil {
 			return a, nil
 		}
-		if t.rt == nil {
+		if !t.onReplica() {
 			t.hasPending = false
 			t.unpinned(CauseMoveLost)
-			return t.fly(Attempt{t: t, target: target, kind: attemptUnpinned}), nil
+			return t.fly(attempt{t: t, target: target, kind: attemptUnpinned}), nil
 		}
 	}
 	m := t.l.mem.load()[target.Worker]
@@ -264,14 +283,14 @@ func (t *Turn) placeReplica(target Target) (*Attempt, error) {
 		t.hasPending = false
 	}
 	t.st = turnReserved
-	return t.fly(Attempt{t: t, target: target, kind: attemptFirst}), nil
+	return t.fly(attempt{t: t, target: target, kind: attemptFirst}), nil
 }
 
 // replicaLost handles a replica Dispatch that did not begin: a move
 // another replica's came before, a claim written meanwhile, the store
 // unreachable during a move (the request goes unpinned: CauseMoveLost),
 // or an unknown worker (ineligible).
-func (t *Turn) replicaLost(target Target, err error) (*Attempt, error) {
+func (t *turn) replicaLost(target Target, err error) (*attempt, error) {
 	l := t.l
 	switch {
 	case errors.Is(err, claims.ErrUnknownWorker):
@@ -288,19 +307,19 @@ func (t *Turn) replicaLost(target Target, err error) (*Attempt, error) {
 			if a := t.rejoin(target); a != nil {
 				return a, nil
 			}
-			if t.rt != nil {
+			if t.onReplica() {
 				// The session is unbound now (the claim ended meanwhile)
 				// and this request holds its reservation: place it, as the
 				// core's path places a session it reserves after a move.
 				if err := t.rt.Dispatch(toClaims(target)); err == nil {
 					t.reservedReplica()
-					return t.fly(Attempt{t: t, target: target, kind: attemptFirst}), nil
+					return t.fly(attempt{t: t, target: target, kind: attemptFirst}), nil
 				}
 				t.endReplica()
 			}
 		}
 		t.unpinned(CauseMoveLost)
-		return t.fly(Attempt{t: t, target: target, kind: attemptUnpinned}), nil
+		return t.fly(attempt{t: t, target: target, kind: attemptUnpinned}), nil
 	case errors.Is(err, placement.ErrClosed):
 		t.endReplica()
 		t.st = turnEnded
@@ -311,7 +330,7 @@ func (t *Turn) replicaLost(target Target, err error) (*Attempt, error) {
 
 // completeReplica is Complete over replicas for a hit or a placing
 // attempt.
-func (a *Attempt) completeReplica(o placement.Outcome) error {
+func (a *attempt) completeReplica(o placement.Outcome) error {
 	t, l := a.t, a.t.l
 	rt := t.rt
 	err := rt.Complete(o)
@@ -381,9 +400,9 @@ func (a *Attempt) completeReplica(o placement.Outcome) error {
 // binding, or the new claim adopted, when it accepts target (an Attempt);
 // a reservation (t.rt set, nil returned: the caller dispatches under it);
 // nil with t.rt nil otherwise (nothing held).
-func (t *Turn) rejoin(target Target) *Attempt {
+func (t *turn) rejoin(target Target) *attempt {
 	c := t.l.rep[t.req.Phase]
-	rt, err := c.TryBegin(context.WithoutCancel(t.ctx), phaseKey(t.req.Session, t.req.Phase))
+	rt, err := c.TryBegin(context.WithoutCancel(t.ctx), t.l.phaseKey(t.req.Session, t.req.Phase))
 	if err != nil {
 		return nil
 	}
@@ -401,7 +420,7 @@ func (t *Turn) rejoin(target Target) *Attempt {
 	if !rt.Hit() {
 		kind = attemptFirst
 	}
-	return t.fly(Attempt{t: t, target: target, kind: kind})
+	return t.fly(attempt{t: t, target: target, kind: kind})
 }
 
 // replicaQuarantinedError is the layer's error for a replica's
@@ -423,7 +442,7 @@ func (l *Layer) replicaQuarantinedError(p Phase, qe *replica.QuarantinedError) *
 // read of the membership (m) and the replica's dispatch rolls it back
 // (nothing was sent: DefinitelyNotAccepted, the reservation and the claim
 // kept for another dispatch) and is an *IneligibleError.
-func (t *Turn) recheck(target Target, m *member) error {
+func (t *turn) recheck(target Target, m *member) error {
 	now := t.l.mem.load()[target.Worker]
 	if mutant("DispatchesToDeparted") || (now != nil && m != nil && now.instance == m.instance && !now.failed) {
 		return nil
@@ -435,3 +454,6 @@ func (t *Turn) recheck(target Target, m *member) error {
 	t.l.stats.errors.Add(1)
 	return &IneligibleError{Target: target, Cause: ErrPinnedWorkerGone}
 }
+
+// onReplica reports whether the turn holds a replica turn.
+func (t *turn) onReplica() bool { return t.rt != (replica.Turn{}) }

@@ -26,17 +26,17 @@ import (
 // claim is quarantined on any replica, a *ClosingError while it is
 // closing, the core's. When the store is unreachable the turn reads no
 // claim, and Dispatch places the session unclaimed.
-func (c *Coordinator) Begin(ctx context.Context, key string) (*Turn, error) {
-	return c.begin(ctx, key, true)
+func (c *Coordinator) Begin(ctx context.Context, key string) (Turn, error) {
+	return handle(c.begin(ctx, key, true))
 }
 
 // TryBegin is Begin without waiting: while another request of the
 // session places it on this replica it returns placement.ErrWouldWait.
-func (c *Coordinator) TryBegin(ctx context.Context, key string) (*Turn, error) {
-	return c.begin(ctx, key, false)
+func (c *Coordinator) TryBegin(ctx context.Context, key string) (Turn, error) {
+	return handle(c.begin(ctx, key, false))
 }
 
-func (c *Coordinator) begin(ctx context.Context, key string, wait bool) (*Turn, error) {
+func (c *Coordinator) begin(ctx context.Context, key string, wait bool) (*turn, error) {
 	for range maxHitRaces {
 		a, err := c.core.TryAcquire(key)
 		if errors.Is(err, placement.ErrWouldWait) && wait {
@@ -62,7 +62,7 @@ func (c *Coordinator) begin(ctx context.Context, key string, wait bool) (*Turn, 
 
 // hitTurn is the cached hit of a's lease, or nil when its record was
 // evicted as the hit took it.
-func (c *Coordinator) hitTurn(ctx context.Context, key string, a placement.Acquisition[claims.Target]) *Turn {
+func (c *Coordinator) hitTurn(ctx context.Context, key string, a placement.Acquisition[claims.Target]) *turn {
 	rec := c.cached(key, a.Lease.Version())
 	if rec == nil || !c.hitLease(rec) {
 		return nil
@@ -71,14 +71,14 @@ func (c *Coordinator) hitTurn(ctx context.Context, key string, a placement.Acqui
 	if int64(c.core.Now())-rec.lastTouch.Load() >= int64(c.cfg.TouchInterval) {
 		c.kickTouch(rec)
 	}
-	return &Turn{c: c, key: key, ctx: ctx, state: turnHit, lease: a.Lease, rec: rec, target: a.Lease.Target()}
+	return newTurn(turnBody{c: c, key: key, ctx: ctx, state: turnHit, lease: a.Lease, rec: rec, target: a.Lease.Target()})
 }
 
 // beginPlacing reads key's claim for a begun placing turn holding a's
 // reservation.
-func (c *Coordinator) beginPlacing(ctx context.Context, key string, a placement.Acquisition[claims.Target]) (*Turn, error) {
+func (c *Coordinator) beginPlacing(ctx context.Context, key string, a placement.Acquisition[claims.Target]) (*turn, error) {
 	c.st.firstTurns.Add(1)
-	t := &Turn{c: c, key: key, ctx: ctx, propose: c.propose, acq: a, s: c.useSlot(key), state: turnBegun, begun: true}
+	t := newTurn(turnBody{c: c, key: key, ctx: ctx, propose: c.propose, acq: a, s: c.useSlot(key), state: turnBegun, begun: true})
 	if err := t.read(); err != nil {
 		a.Done()
 		releaseSlot(t.s)
@@ -96,7 +96,7 @@ func (c *Coordinator) beginPlacing(ctx context.Context, key string, a placement.
 // kept in t.found; a quarantined or closing one is cached (as a placing
 // turn's read caches it) and refuses the turn; none, a stale one, or an
 // unreachable store leaves t.found nil.
-func (t *Turn) read() error {
+func (t *turn) read() error {
 	c, s := t.c, t.s
 	t.found = nil
 	waited := false
@@ -202,12 +202,8 @@ func (t *Turn) read() error {
 	return fmt.Errorf("replica: session %q: %w", s.key, ErrStoreMoved)
 }
 
-// Claim returns the session's current claim a begun placing turn read
-// (ok false: none, or the store was unreachable). After a refused
-// dispatch it is the refused claim, which the next Dispatch moves. A
-// claim whose later turn was refused on this replica (Refused) reads as
-// none: the turn places the session, and its Dispatch moves that claim.
-func (t *Turn) Claim() (claims.Claim, bool) {
+// Claim is Turn.Claim on the turn's state.
+func (t *turn) Claim() (claims.Claim, bool) {
 	if t.state != turnBegun || t.found == nil || t.foundRefused {
 		return claims.Claim{}, false
 	}
@@ -232,23 +228,8 @@ func (e *ClaimedError) Error() string {
 // Is reports whether target is claims.ErrClaimMoved.
 func (e *ClaimedError) Is(target error) bool { return target == claims.ErrClaimMoved }
 
-// Dispatch begins a turn's dispatch to target, which the caller's
-// scheduler chose: send the request to Target (with Attempt), then
-// Complete.
-//
-// On a begun placing turn: the claim the turn read is adopted when target
-// is its target, and moved to target otherwise (claims.Store.Move, fenced
-// by its revision: a *claims.MoveError when another replica's move or
-// write came first, and the turn ends); with no claim one is written
-// (CreateOrGet proposing target; a *ClaimedError when another replica's
-// claim to another target came first, the turn begun again under it).
-// With the store unreachable the session is placed unclaimed on target.
-//
-// On a cached hit: target is the hit's own (nothing to do: send the
-// request there), or Move(target). After a refused dispatch (Complete
-// said DefinitelyNotAccepted) Dispatch sends the request again, to target
-// (a refused hit moves its binding there).
-func (t *Turn) Dispatch(target claims.Target) error {
+// Dispatch is Turn.Dispatch on the turn's state.
+func (t *turn) Dispatch(target claims.Target) error {
 	switch t.state {
 	case turnHit:
 		if target == t.target {
@@ -333,7 +314,7 @@ func (t *Turn) Dispatch(target claims.Target) error {
 // dropped here, and the claim kept as the turn's Claim, so that the next
 // Dispatch moves it (or, if it is this turn's own and no dispatch
 // follows, Done closes it).
-func (t *Turn) refusedBegun() {
+func (t *turn) refusedBegun() {
 	rec := t.rec
 	t.rec, t.d = nil, nil
 	s := rec.s
@@ -364,7 +345,7 @@ func (t *Turn) refusedBegun() {
 // endBegun ends a begun turn that dispatches no more: a claim it wrote
 // (or moved) and that its target refused is closed, fenced by its
 // revision, as a refused placing turn's is.
-func (t *Turn) endBegun() {
+func (t *turn) endBegun() {
 	f := t.found
 	t.found = nil
 	if f == nil || !t.foundOwn {
@@ -391,19 +372,11 @@ func (c *Coordinator) endRefusedHit(rec *record) bool {
 	return true
 }
 
-// Refused reports whether a refused hit of a turn begun by Begin ended
-// its binding on this replica (false when another request's move, or an
-// eviction, had ended it already). The claim itself moves with the
-// turn's next Dispatch.
-func (t *Turn) Refused() bool { return t.refused }
+// Refused is Turn.Refused on the turn's state.
+func (t *turn) Refused() bool { return t.refused }
 
-// EndBinding ends a cached hit's binding on this replica at once, as a
-// refused hit's (its worker failed its health check, or no longer serves
-// the bound rank): later turns begun here read its claim as none, and
-// this turn's Dispatch moves the claim (fenced by its revision). It
-// reports whether this call ended the binding (false when a move or an
-// eviction had ended it already, or the turn is not a hit).
-func (t *Turn) EndBinding() bool {
+// EndBinding is Turn.EndBinding on the turn's state.
+func (t *turn) EndBinding() bool {
 	if t.state != turnHit || t.done {
 		return false
 	}

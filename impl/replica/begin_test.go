@@ -11,7 +11,7 @@ import (
 	"github.com/placementlab/placement/impl/placement"
 )
 
-func begin(t *testing.T, c *Coordinator, key string) *Turn {
+func begin(t *testing.T, c *Coordinator, key string) Turn {
 	t.Helper()
 	tu, err := c.Begin(tctx(t), key)
 	require.NoError(t, err)

@@ -548,9 +548,59 @@ func TestConfigErrors(t *testing.T) {
 		return claims.Target{Worker: "nobody"}, nil
 	})
 	assert.ErrorIs(t, err, claims.ErrUnknownWorker)
-	tu := serve(t, r1, "s", to("w1"), placement.Accepted, false)
+	tu, err := r1.Start(tctx(t), "s", to("w1"))
+	require.NoError(t, err)
+	require.NoError(t, tu.Complete(placement.Accepted))
+	assert.ErrorIs(t, tu.Complete(placement.Accepted), ErrTurnState)
+	tu.Done(false)
 	assert.ErrorIs(t, tu.Complete(placement.Accepted), ErrTurnState)
 	tu.Done(false) // idempotent
+}
+
+// A Turn is a handle on pooled state: once Done it is inert (ErrTurnState,
+// zero values, Done a no-op), even while its state serves another
+// request, which it never acts on.
+func TestTurnStaleHandleAfterDone(t *testing.T) {
+	e := newEnv(t, 2, nil, 0)
+	r1, cs := e.replica("r1")
+	serve(t, r1, "s", to("w1"), placement.Accepted, false)
+	old, err := r1.Start(tctx(t), "s", nil)
+	require.NoError(t, err)
+	require.True(t, old.Hit())
+	old.Done(false)
+	calls := cs.total.Load()
+	var live []Turn
+	for range 4 {
+		tu, err := r1.Start(tctx(t), "s", nil)
+		require.NoError(t, err)
+		live = append(live, tu)
+	}
+	for range 2 {
+		assert.False(t, old.Hit())
+		assert.Equal(t, claims.Target{}, old.Target())
+		assert.Zero(t, old.Rev())
+		assert.ErrorIs(t, old.Complete(placement.DefinitelyNotAccepted), ErrTurnState)
+		assert.ErrorIs(t, old.Dispatch(claims.Target{Worker: "w2"}), ErrTurnState)
+		assert.ErrorIs(t, old.Move(claims.Target{Worker: "w2"}), ErrTurnState)
+		assert.False(t, old.EndBinding())
+		ctx, cancel := old.Context(context.Background())
+		assert.Equal(t, context.Background(), ctx)
+		cancel()
+		old.Done(true) // a no-op: it closes nothing
+	}
+	for _, tu := range live {
+		require.True(t, tu.Hit())
+		require.Equal(t, claims.Target{Worker: "w1"}, tu.Target())
+		require.NoError(t, tu.Complete(placement.Accepted))
+		tu.Done(false)
+	}
+	assert.Equal(t, calls, cs.total.Load(), "the stale handle made no store call")
+	cl, ok := e.claimOf("s")
+	require.True(t, ok, "the stale Done(true) closed nothing")
+	assert.Equal(t, claims.Target{Worker: "w1"}, cl.Target)
+	var zero Turn
+	zero.Done(false)
+	assert.ErrorIs(t, zero.Complete(placement.Accepted), ErrTurnState)
 }
 
 // New fails with the store's error when the store cannot be reached.
@@ -618,7 +668,7 @@ func TestContract_ReconnectHoldsLineageAgain(t *testing.T) {
 			e := newEnv(t, 1, nil, 0)
 			a, _ := e.replica("a")
 			b, _ := e.replica("b")
-			var inflight *Turn
+			var inflight Turn
 			if how == "session lost" {
 				serve(t, a, "s", to("w1"), placement.Accepted, false) // a caches (and holds) the claim
 				e.b.SetUnavailable("a", true)

@@ -140,6 +140,14 @@
 //     binding (its own last lease closes it). A write whose reply was lost
 //     does not mark the store down (its settling read, or any read, does).
 //
+// A Turn is a handle (a pointer and a generation) on turn state from a
+// sync.Pool, so that a cached turn allocates nothing: Done returns the
+// state to the pool and bumps its generation, and the old handle is inert
+// (ErrTurnState, zero values, Done a no-op), never another request's turn.
+// Read what a turn says (Target, Rev, ...) before its Done. A slot keeps
+// its leased records in a slice (one, two after a Reset), not a map. Both
+// are representation changes: no step of spec/tla/Claims.tla moves.
+//
 // Stats reports what a replica did (cached turns, store round trips,
 // claims created and adopted, evictions, unclaimed placements, reconciles
 // won and lost, closes by result, quarantines written and seen, holds

@@ -100,7 +100,7 @@ func (c *Coordinator) onReset() {
 		s.mu.Lock()
 		// Every record with leases (not only the current one and the
 		// holder: a record an earlier Reset evicted keeps its leases).
-		for rec := range s.leased {
+		for _, rec := range s.leased {
 			if !rec.unclaimed && rec.rev != 0 && rec.state == recBound && !rec.ended.Load() {
 				rec.held.Store(false)
 				c.needRehold(rec)

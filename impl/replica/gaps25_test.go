@@ -215,7 +215,7 @@ func TestGap_SlowStoreKeepsClaimsInUse(t *testing.T) {
 		c.IdleTTL = 0
 		c.Store = &slowTouchStore{Store: c.Store, delay: 156 * time.Millisecond}
 	})
-	turns := make([]*Turn, n)
+	turns := make([]Turn, n)
 	for i := range turns {
 		turns[i] = open(t, r1, fmt.Sprintf("s%d", i), to("w1"))
 	}

@@ -21,7 +21,7 @@ var w1, w2 = claims.Target{Worker: "w1"}, claims.Target{Worker: "w2"}
 
 // bhit begins a turn of key on c that must be a cached hit (as the
 // affinity layer begins every turn).
-func bhit(t *testing.T, c *Coordinator, key string) *Turn {
+func bhit(t *testing.T, c *Coordinator, key string) Turn {
 	t.Helper()
 	tu := begin(t, c, key)
 	require.True(t, tu.Hit(), "a cached hit expected")
@@ -75,7 +75,7 @@ func TestGap_ReadWaitsForOwnClose(t *testing.T) {
 	go func() { a.Done(true); close(done) }()
 	<-g.entered // the close is in flight
 	gets := cs.n("Get")
-	read := make(chan *Turn, 1)
+	read := make(chan Turn, 1)
 	go func() {
 		tu, err := r1.Begin(tctx(t), "s")
 		if err != nil {
@@ -231,7 +231,7 @@ func pause(t *testing.T, hook *func()) (reached <-chan struct{}, release func())
 // (Accepted) in the background, paused between the core's commit (its
 // binding visible to hits) and the record's binding; release lets it go
 // on, and committed gives Complete's result.
-func commitPaused(t *testing.T, c *Coordinator, key string) (p *Turn, release func(), committed <-chan error) {
+func commitPaused(t *testing.T, c *Coordinator, key string) (p Turn, release func(), committed <-chan error) {
 	t.Helper()
 	p, err := c.Start(tctx(t), key, to("w1"))
 	require.NoError(t, err)

@@ -176,7 +176,7 @@ func (s *gateStore) Quarantine(ctx context.Context, key string, rev int64, attem
 // quarantined and the attempt is resolved accepted (the store has not
 // recorded the quarantine yet). It returns the placing turn, its
 // revision, and the Complete's result to come.
-func resolveWhileQuarantineWrites(t *testing.T, r1 *Coordinator, gs *gateStore) (*Turn, int64, <-chan error) {
+func resolveWhileQuarantineWrites(t *testing.T, r1 *Coordinator, gs *gateStore) (Turn, int64, <-chan error) {
 	t.Helper()
 	tu, err := r1.Start(tctx(t), "s", to("w1"))
 	require.NoError(t, err)
@@ -298,8 +298,8 @@ func TestGap_DeferredDeleteAppliedAfterResolve(t *testing.T) {
 	next, err := r2.Start(tctx(t), "s", to("w2"))
 	require.NoError(t, err, "the quarantine's Delete was dropped: the session is refused for good")
 	require.NoError(t, next.Complete(placement.Accepted))
-	next.Done(false)
 	assert.Equal(t, claims.Target{Worker: "w2"}, next.Target())
+	next.Done(false)
 }
 
 // The Delete of a revision that this replica's quarantine write replaced
@@ -327,8 +327,9 @@ func TestGap_DeleteDuringQuarantineWriteEvictsBinding(t *testing.T) {
 		if err != nil {
 			return errors.Is(err, ErrQuarantined)
 		}
+		moved := tu.Rev() != rev // read before Done: the Turn is inert after it
 		tu.Done(false)
-		return tu.Rev() != rev
+		return moved
 	}, waitFor, tick, "turns still routed under revision %d after its Delete came", rev)
 }
 

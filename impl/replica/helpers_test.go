@@ -165,18 +165,39 @@ func tctx(t *testing.T) context.Context {
 
 // serve runs one whole turn of key on c: Start, Complete(out) on a
 // placing turn (or a hit), Done(final). It returns the turn (ended).
-func serve(t *testing.T, c *Coordinator, key string, propose Propose, out placement.Outcome, final bool) *Turn {
+func serve(t *testing.T, c *Coordinator, key string, propose Propose, out placement.Outcome, final bool) served {
 	t.Helper()
 	tu, err := c.Start(tctx(t), key, propose)
 	require.NoError(t, err)
 	require.NoError(t, tu.Complete(out))
+	sv := snapshot(tu)
 	tu.Done(final)
-	return tu
+	return sv
 }
+
+// served is what a turn said just before its Done (a Turn is inert
+// after it: its state serves later requests).
+type served struct {
+	hit, unclaimed bool
+	target         claims.Target
+	rev, gen       int64
+	attempt        uint64
+}
+
+func snapshot(tu Turn) served {
+	return served{hit: tu.Hit(), unclaimed: tu.Unclaimed(), target: tu.Target(), rev: tu.Rev(), gen: tu.Gen(), attempt: tu.Attempt()}
+}
+
+func (s served) Hit() bool             { return s.hit }
+func (s served) Unclaimed() bool       { return s.unclaimed }
+func (s served) Target() claims.Target { return s.target }
+func (s served) Rev() int64            { return s.rev }
+func (s served) Gen() int64            { return s.gen }
+func (s served) Attempt() uint64       { return s.attempt }
 
 // open runs Start and Complete(Accepted) of key on c and leaves the turn
 // holding its lease.
-func open(t *testing.T, c *Coordinator, key string, propose Propose) *Turn {
+func open(t *testing.T, c *Coordinator, key string, propose Propose) Turn {
 	t.Helper()
 	tu, err := c.Start(tctx(t), key, propose)
 	require.NoError(t, err)

@@ -149,7 +149,7 @@ func (c *Coordinator) pass(ctx context.Context) {
 			// holds is kept alive.
 			j.old = append(j.old, h)
 		}
-		for r := range s.leased {
+		for _, r := range s.leased {
 			if (r != s.cur.Load() || r.evicted.Load()) && !r.unclaimed && r.rev != 0 && !r.gone.Load() &&
 				r.state == recBound && now-r.lastTouch.Load() >= half {
 				j.old = append(j.old, r)

@@ -206,7 +206,7 @@ func (c *Coordinator) Stats() Stats {
 	c.slots.Range(func(_, v any) bool {
 		sl := v.(*slot)
 		sl.mu.Lock()
-		for r := range sl.leased {
+		for _, r := range sl.leased {
 			if t := r.lastTouch.Load(); t != 0 && !r.unclaimed && r.rev != 0 && !r.gone.Load() {
 				out.OldestTouch = max(out.OldestTouch, time.Duration(now-t))
 			}

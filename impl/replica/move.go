@@ -9,39 +9,8 @@ import (
 	"github.com/placementlab/placement/impl/placement"
 )
 
-// Move sends a cached hit elsewhere: it rewrites the session's claim from
-// the revision the hit is on to target (claims.Store.Move, the spec's
-// Move: fenced by that revision, so of concurrent moves of one claim on
-// any replicas the first wins), and makes the turn a placing dispatch to
-// target under the new claim: send the request to Target with Attempt,
-// then Complete it as any placing turn (Accepted binds the session to
-// target on this replica; every other replica's cache of the old claim is
-// evicted by its Delete event and follows the new claim at its next
-// turn). Call Move on a hit before Complete (or after a Complete that said
-// DefinitelyNotAccepted: the refused hit moves); the old binding ends here at
-// once (other requests in flight on it finish unheld, as after any
-// rewrite of a claim elsewhere). A hit on a session placed while the
-// store was unreachable (unclaimed) moves locally.
-//
-// Errors, after which the turn holds nothing (Done it; the session's next
-// Start reads the claim again):
-//   - a *claims.MoveError (errors.Is claims.ErrClaimMoved) when the
-//     claim moved since this replica cached it: another replica's move
-//     (the first won), a quarantine or a close elsewhere. Current is the
-//     claim found. The cached binding is evicted.
-//   - a *claims.MoveError (claims.ErrNotBound): the claim at the hit's
-//     revision is not Bound (Quarantined, Closing): evicted likewise.
-//   - claims.ErrUnavailable: the store could not be reached, and a read
-//     did not settle whether the move was applied; the cached binding is
-//     evicted (the store may have moved it).
-//   - claims.ErrUnknownWorker from the store: target's registration ended
-//     as the move was asked (nothing changed in the store).
-//
-// claims.ErrUnknownWorker when target is not a member in this replica's
-// view: nothing is asked, and the turn stays a hit. ErrTurnState when the turn is not a hit awaiting its outcome; a
-// *claims.ArgumentError (claims.ErrInvalidArgument) for an empty worker,
-// a negative rank, or the hit's own target (a move there is no move).
-func (t *Turn) Move(target claims.Target) error {
+// Move is Turn.Move on the turn's state.
+func (t *turn) Move(target claims.Target) error {
 	if t.done || !(t.state == turnHit || t.state == turnHitCompleted && t.hitOutcome == placement.DefinitelyNotAccepted) {
 		return ErrTurnState
 	}
@@ -129,7 +98,7 @@ func (t *Turn) Move(target claims.Target) error {
 // invalidated, so no later turn on this replica routes under it. The
 // store ended the old lineage's holds with the move: this replica no
 // longer holds the key through rec (no Unhold is sent for it).
-func (c *Coordinator) endMovedHit(t *Turn, rev int64, evict bool) {
+func (c *Coordinator) endMovedHit(t *turn, rev int64, evict bool) {
 	rec, s := t.rec, t.rec.s
 	if evict {
 		s.mu.Lock()

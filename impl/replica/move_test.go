@@ -12,7 +12,7 @@ import (
 )
 
 // hit starts a turn of key on c that must be a cached hit.
-func hit(t *testing.T, c *Coordinator, key string) *Turn {
+func hit(t *testing.T, c *Coordinator, key string) Turn {
 	t.Helper()
 	tu, err := c.Start(tctx(t), key, to("w9"))
 	require.NoError(t, err)
@@ -150,9 +150,10 @@ func TestContract_MovedDispatchRefused(t *testing.T) {
 	require.ErrorIs(t, tu.Complete(placement.DefinitelyNotAccepted), ErrRetry)
 	assert.NotEqual(t, claims.Target{Worker: "w2"}, tu.Target())
 	require.NoError(t, tu.Complete(placement.Accepted))
+	sv := snapshot(tu)
 	tu.Done(false)
 	cl, _ := e.claimOf("s")
-	assert.Equal(t, tu.Target(), cl.Target)
+	assert.Equal(t, sv.Target(), cl.Target)
 }
 
 // A move whose reply was lost is settled by reading the claim: applied,
@@ -167,10 +168,11 @@ func TestGap_LostMoveReplySettled(t *testing.T) {
 	require.NoError(t, err, "a move that was applied, its reply lost, failed the turn")
 	assert.Equal(t, claims.Target{Worker: "w2"}, tu.Target())
 	require.NoError(t, tu.Complete(placement.Accepted))
+	sv := snapshot(tu)
 	tu.Done(false)
 	cl, _ := e.claimOf("s")
 	assert.Equal(t, claims.Target{Worker: "w2"}, cl.Target)
-	assert.Equal(t, cl.Rev, tu.Rev())
+	assert.Equal(t, cl.Rev, sv.Rev())
 }
 
 // Bad moves: not a hit, the hit's own target, an unknown worker (the hit

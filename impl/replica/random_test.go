@@ -165,13 +165,13 @@ func TestRandomFaults(t *testing.T) {
 					}
 					return false
 				}
-				rev, target, unclaimed := tu.Rev(), tu.Target(), tu.Unclaimed()
+				rev, target, unclaimed, hit := tu.Rev(), tu.Target(), tu.Unclaimed(), tu.Hit()
 				_ = tu.Complete(placement.Accepted)
 				tu.Done(false)
 				cl, ok := e.claimOf(key)
 				if unclaimed || !ok || cl.Rev != rev || cl.Target != target {
 					why = fmt.Sprintf("%s on %s: rev %d target %s unclaimed %v hit %v; the store's claim %+v (%v); local: %s",
-						key, n, rev, target, unclaimed, tu.Hit(), cl, ok, reps[n].debugKey(key))
+						key, n, rev, target, unclaimed, hit, cl, ok, reps[n].debugKey(key))
 					return false
 				}
 			}

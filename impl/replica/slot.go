@@ -63,10 +63,11 @@ type slot struct {
 	// leases counts the turns holding a lease on any record of the key
 	// (the session's leases on this replica: a Reset may leave two
 	// records of one claim with leases); leased are the records with
-	// leases. A terminal close, and the release of the hold, wait for
-	// leases to be 0.
+	// leases (a slice: one record, two after a Reset; a map's insert and
+	// delete per cached turn cost more than its scan). A terminal close,
+	// and the release of the hold, wait for leases to be 0.
 	leases int
-	leased map[*record]struct{}
+	leased []*record
 	// closeRec is a record whose final request ended while other records
 	// of the key still had leases: the close runs when the last ends.
 	closeRec *record
@@ -94,7 +95,7 @@ func (s *slot) waitsLocked(rec *record) bool {
 // a version the core invalidated, which keep nothing). The caller holds
 // s.mu.
 func (s *slot) othersLeasedLocked(rec *record) bool {
-	for r := range s.leased {
+	for _, r := range s.leased {
 		if r != rec && !r.gone.Load() && (!r.refusedHere.Load() || mutant("RefusedLeasesKeepClaim")) {
 			return true
 		}
@@ -113,7 +114,7 @@ func (s *slot) lineageSeenLocked(born int64) {
 	if mutant("OldLineageKeepsClaim") {
 		return
 	}
-	for r := range s.leased {
+	for _, r := range s.leased {
 		if !r.unclaimed && r.rev != 0 && r.rev < born {
 			r.gone.Store(true)
 		}
@@ -124,18 +125,29 @@ func (s *slot) lineageSeenLocked(born int64) {
 // taken (the commit it was counted for failed). The caller holds s.mu.
 func (s *slot) dropLeaseLocked(rec *record) {
 	if rec.leases.Add(-1) == 0 {
-		delete(s.leased, rec)
+		s.unleaseLocked(rec)
 	}
 	s.leases--
+}
+
+// unleaseLocked removes rec, whose last lease ended, from s.leased. The
+// caller holds s.mu.
+func (s *slot) unleaseLocked(rec *record) {
+	for i, r := range s.leased {
+		if r == rec {
+			last := len(s.leased) - 1
+			s.leased[i] = s.leased[last]
+			s.leased[last] = nil
+			s.leased = s.leased[:last]
+			return
+		}
+	}
 }
 
 // addLeaseLocked counts a lease on rec. The caller holds s.mu.
 func (s *slot) addLeaseLocked(rec *record) {
 	if rec.leases.Add(1) == 1 {
-		if s.leased == nil {
-			s.leased = map[*record]struct{}{}
-		}
-		s.leased[rec] = struct{}{}
+		s.leased = append(s.leased, rec)
 	}
 	s.leases++
 }

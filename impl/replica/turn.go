@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
+	"sync/atomic"
 
 	"github.com/placementlab/placement/impl/claims"
 	"github.com/placementlab/placement/impl/placement"
@@ -32,7 +34,247 @@ const (
 // hit (a lease on the local binding, no store round trip) or a placing
 // turn (the claim read or written before its first dispatch). A Turn is
 // used by one goroutine, the request's.
+//
+// A Turn is a handle (a value, copied freely) on pooled turn state: once
+// Done, the state may serve another request, and the handle's generation
+// no longer matches it, so the old handle is inert: Complete, Dispatch and
+// Move return ErrTurnState, Done does nothing, the other methods report
+// zero values. It never acts on another request's turn. The zero Turn is
+// such a handle.
 type Turn struct {
+	t   *turn
+	gen uint64
+}
+
+// turn is a Turn's state: pooled; gen counts its uses (bumped when one
+// ends), and a handle carries the one it was given for.
+type turn struct {
+	gen atomic.Uint64
+	turnBody
+}
+
+// turnPool holds ended turns for later requests.
+var turnPool = sync.Pool{New: func() any { return new(turn) }}
+
+// newTurn returns a pooled turn holding b.
+func newTurn(b turnBody) *turn {
+	t := turnPool.Get().(*turn)
+	t.turnBody = b
+	return t
+}
+
+// recycle ends t's use: its handles go stale, and it returns to the pool
+// (its body, overwritten whole by newTurn, may keep what it referred to
+// alive until then, or until the pool drops it at a GC).
+func (t *turn) recycle() {
+	t.gen.Add(1)
+	turnPool.Put(t)
+}
+
+// handle is the Turn of t (the zero Turn with err).
+func handle(t *turn, err error) (Turn, error) {
+	if err != nil || t == nil {
+		return Turn{}, err
+	}
+	return Turn{t: t, gen: t.gen.Load()}, nil
+}
+
+// live returns the state h is a handle on, or nil once it ended (only
+// its generation is read then: the state may serve another request).
+func (h Turn) live() *turn {
+	if h.t == nil || h.t.gen.Load() != h.gen {
+		return nil
+	}
+	return h.t
+}
+
+// Hit reports whether the turn is a cached hit: a later turn on a
+// session this replica holds, sent with no attempt id.
+func (h Turn) Hit() bool { t := h.live(); return t != nil && t.Hit() }
+
+// Target returns where to send the request: the claim's target.
+func (h Turn) Target() claims.Target {
+	if t := h.live(); t != nil {
+		return t.target
+	}
+	return claims.Target{}
+}
+
+// Attempt returns the placing dispatch's attempt id (0 on a hit): send it
+// to the worker so that a resolver can ask about it.
+func (h Turn) Attempt() uint64 {
+	if t := h.live(); t != nil {
+		return t.Attempt()
+	}
+	return 0
+}
+
+// Rev returns the revision of the session's claim the turn acts under (0
+// for a session placed unclaimed).
+func (h Turn) Rev() int64 {
+	if t := h.live(); t != nil {
+		return t.Rev()
+	}
+	return 0
+}
+
+// Gen returns the store generation of the target's worker the turn's
+// claim was made under (for a session placed unclaimed, the generation
+// the replica saw when it placed it). Replicas that hold the same claim
+// revision hold the same target and generation.
+func (h Turn) Gen() int64 {
+	if t := h.live(); t != nil {
+		return t.Gen()
+	}
+	return 0
+}
+
+// Unclaimed reports whether the session was placed while the store was
+// unreachable and is not reconciled yet.
+func (h Turn) Unclaimed() bool { t := h.live(); return t != nil && t.Unclaimed() }
+
+// Context returns the context for the upstream call: for a placing
+// dispatch it ends at the dispatch's deadline unless an outcome came
+// first (placement.Dispatch.Context); on a hit (or a Turn that is Done)
+// it is parent itself, with a cancel that does nothing. Call cancel when
+// the call (and its body) ends.
+func (h Turn) Context(parent context.Context) (context.Context, context.CancelFunc) {
+	if t := h.live(); t != nil {
+		return t.Context(parent)
+	}
+	return parent, noCancel
+}
+
+// noCancel is the cancel of a context Context did not derive.
+func noCancel() {}
+
+// Complete reports the outcome of the request's send to Target.
+//
+// On a placing turn: Accepted binds the session (nil; the store learns
+// that this replica holds it). DefinitelyNotAccepted closes the refusing
+// target's claim (fenced by its revision) and reads or writes the next
+// one, proposing a target not tried: ErrRetry says to send again to
+// Target; after MaxAttempts dispatches a *RefusedError. Ambiguous (or
+// any other outcome) quarantines the claim in the store, seen by every
+// replica: a *QuarantinedError, until Resolve.
+//
+// On a hit: Accepted is nil; DefinitelyNotAccepted a *RefusedError (Hit;
+// the binding is kept: the router may serve the request elsewhere,
+// unpinned); Ambiguous ErrOutcomeUnknown (not replayed; the binding is
+// kept). Complete of a hit is optional.
+// After Done: ErrTurnState.
+func (h Turn) Complete(out placement.Outcome) error {
+	if t := h.live(); t != nil {
+		return t.Complete(out)
+	}
+	return ErrTurnState
+}
+
+// Done ends the turn: a lease is released, or closed when final (the
+// session's final request: when this replica's last lease on the session
+// ends, its claim is closed in the store, fenced by the revision held);
+// a dispatch still in flight is quarantined as Ambiguous; a reservation
+// is given up. Done is idempotent; defer it right after Start.
+// Once Done, the handle is inert.
+func (h Turn) Done(final bool) {
+	if t := h.live(); t != nil {
+		t.Done(final)
+		t.recycle()
+	}
+}
+
+// Claim returns the session's current claim a begun placing turn read
+// (ok false: none, or the store was unreachable). After a refused
+// dispatch it is the refused claim, which the next Dispatch moves. A
+// claim whose later turn was refused on this replica (Refused) reads as
+// none: the turn places the session, and its Dispatch moves that claim.
+func (h Turn) Claim() (claims.Claim, bool) {
+	if t := h.live(); t != nil {
+		return t.Claim()
+	}
+	return claims.Claim{}, false
+}
+
+// Dispatch begins a turn's dispatch to target, which the caller's
+// scheduler chose: send the request to Target (with Attempt), then
+// Complete.
+//
+// On a begun placing turn: the claim the turn read is adopted when target
+// is its target, and moved to target otherwise (claims.Store.Move, fenced
+// by its revision: a *claims.MoveError when another replica's move or
+// write came first, and the turn ends); with no claim one is written
+// (CreateOrGet proposing target; a *ClaimedError when another replica's
+// claim to another target came first, the turn begun again under it).
+// With the store unreachable the session is placed unclaimed on target.
+//
+// On a cached hit: target is the hit's own (nothing to do: send the
+// request there), or Move(target). After a refused dispatch (Complete
+// said DefinitelyNotAccepted) Dispatch sends the request again, to target
+// (a refused hit moves its binding there).
+// After Done: ErrTurnState.
+func (h Turn) Dispatch(target claims.Target) error {
+	if t := h.live(); t != nil {
+		return t.Dispatch(target)
+	}
+	return ErrTurnState
+}
+
+// Refused reports whether a refused hit of a turn begun by Begin ended
+// its binding on this replica (false when another request's move, or an
+// eviction, had ended it already). The claim itself moves with the
+// turn's next Dispatch.
+func (h Turn) Refused() bool { t := h.live(); return t != nil && t.Refused() }
+
+// EndBinding ends a cached hit's binding on this replica at once, as a
+// refused hit's (its worker failed its health check, or no longer serves
+// the bound rank): later turns begun here read its claim as none, and
+// this turn's Dispatch moves the claim (fenced by its revision). It
+// reports whether this call ended the binding (false when a move or an
+// eviction had ended it already, or the turn is not a hit).
+func (h Turn) EndBinding() bool { t := h.live(); return t != nil && t.EndBinding() }
+
+// Move sends a cached hit elsewhere: it rewrites the session's claim from
+// the revision the hit is on to target (claims.Store.Move, the spec's
+// Move: fenced by that revision, so of concurrent moves of one claim on
+// any replicas the first wins), and makes the turn a placing dispatch to
+// target under the new claim: send the request to Target with Attempt,
+// then Complete it as any placing turn (Accepted binds the session to
+// target on this replica; every other replica's cache of the old claim is
+// evicted by its Delete event and follows the new claim at its next
+// turn). Call Move on a hit before Complete (or after a Complete that said
+// DefinitelyNotAccepted: the refused hit moves); the old binding ends here at
+// once (other requests in flight on it finish unheld, as after any
+// rewrite of a claim elsewhere). A hit on a session placed while the
+// store was unreachable (unclaimed) moves locally.
+//
+// Errors, after which the turn holds nothing (Done it; the session's next
+// Start reads the claim again):
+//   - a *claims.MoveError (errors.Is claims.ErrClaimMoved) when the
+//     claim moved since this replica cached it: another replica's move
+//     (the first won), a quarantine or a close elsewhere. Current is the
+//     claim found. The cached binding is evicted.
+//   - a *claims.MoveError (claims.ErrNotBound): the claim at the hit's
+//     revision is not Bound (Quarantined, Closing): evicted likewise.
+//   - claims.ErrUnavailable: the store could not be reached, and a read
+//     did not settle whether the move was applied; the cached binding is
+//     evicted (the store may have moved it).
+//   - claims.ErrUnknownWorker from the store: target's registration ended
+//     as the move was asked (nothing changed in the store).
+//
+// claims.ErrUnknownWorker when target is not a member in this replica's
+// view: nothing is asked, and the turn stays a hit. ErrTurnState when the turn is not a hit awaiting its outcome; a
+// *claims.ArgumentError (claims.ErrInvalidArgument) for an empty worker,
+// a negative rank, or the hit's own target (a move there is no move).
+// After Done: ErrTurnState.
+func (h Turn) Move(target claims.Target) error {
+	if t := h.live(); t != nil {
+		return t.Move(target)
+	}
+	return ErrTurnState
+}
+
+// turnBody is the per-request part of a turn (zeroed between uses).
+type turnBody struct {
 	c       *Coordinator
 	key     string
 	ctx     context.Context
@@ -91,7 +333,12 @@ const maxHitRaces = 8
 // closing; the core's (*placement.CapacityError, placement.ErrCancelled,
 // placement.ErrKeyEmpty, placement.ErrClosed, ...) and propose's as they
 // are. ctx also bounds the turn's store calls.
-func (c *Coordinator) Start(ctx context.Context, key string, propose Propose) (*Turn, error) {
+func (c *Coordinator) Start(ctx context.Context, key string, propose Propose) (Turn, error) {
+	return handle(c.start(ctx, key, propose))
+}
+
+// start is Start.
+func (c *Coordinator) start(ctx context.Context, key string, propose Propose) (*turn, error) {
 	for range maxHitRaces {
 		a, err := c.core.Acquire(ctx, key)
 		if err != nil {
@@ -133,14 +380,14 @@ func (c *Coordinator) hitLease(rec *record) bool {
 
 // Hit reports whether the turn is a cached hit: a later turn on a
 // session this replica holds, sent with no attempt id.
-func (t *Turn) Hit() bool { return t.state == turnHit || t.state == turnHitCompleted }
+func (t *turn) Hit() bool { return t.state == turnHit || t.state == turnHitCompleted }
 
 // Target returns where to send the request: the claim's target.
-func (t *Turn) Target() claims.Target { return t.target }
+func (t *turn) Target() claims.Target { return t.target }
 
 // Attempt returns the placing dispatch's attempt id (0 on a hit): send it
 // to the worker so that a resolver can ask about it.
-func (t *Turn) Attempt() uint64 {
+func (t *turn) Attempt() uint64 {
 	if t.d == nil {
 		return 0
 	}
@@ -149,7 +396,7 @@ func (t *Turn) Attempt() uint64 {
 
 // Rev returns the revision of the session's claim the turn acts under (0
 // for a session placed unclaimed).
-func (t *Turn) Rev() int64 {
+func (t *turn) Rev() int64 {
 	if t.rec == nil {
 		return 0
 	}
@@ -162,7 +409,7 @@ func (t *Turn) Rev() int64 {
 // claim was made under (for a session placed unclaimed, the generation
 // the replica saw when it placed it). Replicas that hold the same claim
 // revision hold the same target and generation.
-func (t *Turn) Gen() int64 {
+func (t *turn) Gen() int64 {
 	if t.rec == nil {
 		return 0
 	}
@@ -173,7 +420,7 @@ func (t *Turn) Gen() int64 {
 
 // Unclaimed reports whether the session was placed while the store was
 // unreachable and is not reconciled yet.
-func (t *Turn) Unclaimed() bool {
+func (t *turn) Unclaimed() bool {
 	if t.rec == nil {
 		return false
 	}
@@ -186,28 +433,15 @@ func (t *Turn) Unclaimed() bool {
 // dispatch it ends at the dispatch's deadline unless an outcome came
 // first (placement.Dispatch.Context); on a hit it is parent's. Call cancel
 // when the call (and its body) ends.
-func (t *Turn) Context(parent context.Context) (context.Context, context.CancelFunc) {
+func (t *turn) Context(parent context.Context) (context.Context, context.CancelFunc) {
 	if t.d != nil && t.state == turnDispatching {
 		return t.d.Context(parent)
 	}
-	return context.WithCancel(parent)
+	return parent, noCancel
 }
 
-// Complete reports the outcome of the request's send to Target.
-//
-// On a placing turn: Accepted binds the session (nil; the store learns
-// that this replica holds it). DefinitelyNotAccepted closes the refusing
-// target's claim (fenced by its revision) and reads or writes the next
-// one, proposing a target not tried: ErrRetry says to send again to
-// Target; after MaxAttempts dispatches a *RefusedError. Ambiguous (or
-// any other outcome) quarantines the claim in the store, seen by every
-// replica: a *QuarantinedError, until Resolve.
-//
-// On a hit: Accepted is nil; DefinitelyNotAccepted a *RefusedError (Hit;
-// the binding is kept: the router may serve the request elsewhere,
-// unpinned); Ambiguous ErrOutcomeUnknown (not replayed; the binding is
-// kept). Complete of a hit is optional.
-func (t *Turn) Complete(out placement.Outcome) error {
+// Complete is Turn.Complete on the turn's state.
+func (t *turn) Complete(out placement.Outcome) error {
 	switch t.state {
 	case turnHit:
 		t.state, t.hitOutcome = turnHitCompleted, out
@@ -297,12 +531,8 @@ func (t *Turn) Complete(out placement.Outcome) error {
 	}
 }
 
-// Done ends the turn: a lease is released, or closed when final (the
-// session's final request: when this replica's last lease on the session
-// ends, its claim is closed in the store, fenced by the revision held);
-// a dispatch still in flight is quarantined as Ambiguous; a reservation
-// is given up. Done is idempotent; defer it right after Start.
-func (t *Turn) Done(final bool) {
+// Done is Turn.Done on the turn's state.
+func (t *turn) Done(final bool) {
 	if t.done {
 		return
 	}
@@ -333,7 +563,7 @@ func (t *Turn) Done(final bool) {
 }
 
 // dropPending removes the turn's record if it never bound.
-func (t *Turn) dropPending() {
+func (t *turn) dropPending() {
 	rec := t.rec
 	if rec == nil {
 		return
@@ -350,12 +580,12 @@ func (t *Turn) dropPending() {
 }
 
 // firstTurn places key: the turn holds the core's reservation.
-func (c *Coordinator) firstTurn(ctx context.Context, key string, a placement.Acquisition[claims.Target], propose Propose) (*Turn, error) {
+func (c *Coordinator) firstTurn(ctx context.Context, key string, a placement.Acquisition[claims.Target], propose Propose) (*turn, error) {
 	c.st.firstTurns.Add(1)
 	if propose == nil {
 		propose = c.propose
 	}
-	t := &Turn{c: c, key: key, ctx: ctx, propose: propose, acq: a, s: c.useSlot(key)}
+	t := newTurn(turnBody{c: c, key: key, ctx: ctx, propose: propose, acq: a, s: c.useSlot(key)})
 	if err := t.place(); err != nil {
 		a.Done()
 		releaseSlot(t.s)
@@ -370,7 +600,7 @@ const maxReads = 4
 
 // place reads the session's claim (or places it unclaimed) and begins
 // the dispatch to its target.
-func (t *Turn) place() error {
+func (t *turn) place() error {
 	c := t.c
 	for range maxReads {
 		rec, err := c.readClaim(t)
@@ -423,7 +653,7 @@ func (t *Turn) place() error {
 // placement when the store is unreachable. A quarantined or closing claim
 // is cached, and later placing turns are refused from the cache until the
 // claim's revision ends.
-func (c *Coordinator) readClaim(t *Turn) (*record, error) {
+func (c *Coordinator) readClaim(t *turn) (*record, error) {
 	s := t.s
 	waited := false
 	for range maxReads {
@@ -522,7 +752,7 @@ func (c *Coordinator) readClaim(t *Turn) (*record, error) {
 
 // placeUnclaimed places t's session with the store unreachable: propose
 // chooses among the members the replica knows.
-func (c *Coordinator) placeUnclaimed(t *Turn) (*record, error) {
+func (c *Coordinator) placeUnclaimed(t *turn) (*record, error) {
 	view := c.view.Load()
 	target, err := t.propose(view.list, t.tried)
 	if err != nil {
@@ -605,7 +835,7 @@ var testAfterCommit, testLeaseEnded func()
 // bound records an accepted placing dispatch: the record is the session's
 // binding, and the store learns that this replica holds it. counted: the
 // request's lease on it was counted already.
-func (c *Coordinator) bound(t *Turn, counted bool) {
+func (c *Coordinator) bound(t *turn, counted bool) {
 	rec, s := t.rec, t.rec.s
 	s.mu.Lock()
 	if !counted {
@@ -656,7 +886,7 @@ func (c *Coordinator) bound(t *Turn, counted bool) {
 // quarantine records an Ambiguous placing dispatch: the core quarantined
 // it (coreErr); the store's claim is quarantined too, so every replica
 // refuses the session.
-func (c *Coordinator) quarantine(t *Turn, coreErr error) error {
+func (c *Coordinator) quarantine(t *turn, coreErr error) error {
 	rec, s := t.rec, t.rec.s
 	var amb *placement.AmbiguousError[claims.Target]
 	if !errors.As(coreErr, &amb) {
@@ -866,7 +1096,7 @@ func (c *Coordinator) endLease(rec *record, lease placement.Lease[claims.Target]
 	s.mu.Lock()
 	n := rec.leases.Add(-1)
 	if n == 0 {
-		delete(s.leased, rec)
+		s.unleaseLocked(rec)
 	}
 	s.leases--
 	others := s.othersLeasedLocked(rec) && !mutant("LeasesPerRecord")

@@ -67,7 +67,9 @@
 //	    (TestDoLaterTurnRefusalMovesBinding).
 //	D9  The transport's context is the attempt's (affinity.Attempt.Context):
 //	    a placing dispatch's ends at the dispatch's deadline, with
-//	    placement.ErrDispatchTimeout as its cause (TestDoDispatchDeadlineReachesSend).
+//	    placement.ErrDispatchTimeout as its cause (TestDoDispatchDeadlineReachesSend);
+//	    a later turn's and an unpinned one's is the request's own (the
+//	    send ends with it, or when its response body is closed).
 //	D10 One eligible candidate is dispatched to as it is; among several,
 //	    the pipeline picks; the pipeline observes every send's outcome
 //	    (TestDoPipelineObservesAndPicks).

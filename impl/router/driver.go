@@ -394,7 +394,7 @@ func (d *Driver) do(ctx context.Context, req affinity.Request, preq *picker.Requ
 // attempt sends one dispatched attempt, reports its outcome and relays the
 // response. refused reports a DefinitelyNotAccepted outcome the request
 // may retry elsewhere.
-func (d *Driver) attempt(ctx context.Context, a *affinity.Attempt, res *Result, preq *picker.Request, send Send) (bool, error) {
+func (d *Driver) attempt(ctx context.Context, a affinity.Attempt, res *Result, preq *picker.Request, send Send) (bool, error) {
 	n := d.counter(a.Target())
 	n.Add(1)
 	// The attempt runs on this goroutine: a flag, not a sync.Once (whose
@@ -435,7 +435,7 @@ func (d *Driver) attempt(ctx context.Context, a *affinity.Attempt, res *Result, 
 
 // choose returns the target of the request's next attempt: the one
 // eligible candidate left, or the pipeline's pick among several.
-func (d *Driver) choose(sc *scratch, turn *affinity.Turn, p affinity.Phase, preq *picker.Request, excluded []string) (affinity.Target, error) {
+func (d *Driver) choose(sc *scratch, turn affinity.Turn, p affinity.Phase, preq *picker.Request, excluded []string) (affinity.Target, error) {
 	all := d.candidates(sc, p)
 	if len(excluded) > 0 {
 		kept := all[:0]

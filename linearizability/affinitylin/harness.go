@@ -200,7 +200,7 @@ func workerIndex(name string) int {
 	return w
 }
 
-func viewOf(t *affinity.Turn) View {
+func viewOf(t affinity.Turn) View {
 	v := View{Bound: -1, Placing: t.Placing(), Cause: int(t.Unpinned())}
 	if b, ok := t.Bound(); ok {
 		v.Bound = workerIndex(b.Worker)
@@ -330,7 +330,7 @@ func Execute(plan Plan) (*Run, error) {
 				in.Pin = rng.IntN(plan.Workers)
 				req.Pin, req.HasPin = affinity.WorkerOnly(workerName(in.Pin)), true
 			}
-			var turn *affinity.Turn
+			var turn affinity.Turn
 			var gaveUp []bool // the leases the Start took and gave up (testhooks.StartGaveUp)
 			var read bool     // the Start read the claim (testhooks.StartRead)
 			out := r.Do(in, func() Output {
@@ -361,7 +361,7 @@ func Execute(plan Plan) (*Run, error) {
 						Call: call, Return: ret})
 				}
 			}
-			if turn == nil {
+			if turn == (affinity.Turn{}) {
 				continue
 			}
 			holding := out.View.Bound >= 0
@@ -380,7 +380,7 @@ func Execute(plan Plan) (*Run, error) {
 				chosen = cs
 				return o
 			})
-			var att *affinity.Attempt
+			var att affinity.Attempt
 			if out.Err == ErrNone {
 				jitter()
 				t := rng.IntN(plan.Workers)
@@ -397,7 +397,7 @@ func Execute(plan Plan) (*Run, error) {
 					a, err := turn.Dispatch(affinity.WorkerOnly(workerName(t)))
 					o := errOut(err)
 					o.View = viewOf(turn)
-					if a != nil {
+					if a != (affinity.Attempt{}) {
 						att = a
 						o.Target = workerIndex(a.Target().Worker)
 						switch {
@@ -421,7 +421,7 @@ func Execute(plan Plan) (*Run, error) {
 						Call: last.Call, Return: last.Return})
 				}
 			}
-			if att != nil {
+			if att != (affinity.Attempt{}) {
 				if rng.IntN(4) == 0 {
 					time.Sleep(time.Duration(1+rng.IntN(20)) * time.Microsecond) // let a racing membership change finish
 				} else {

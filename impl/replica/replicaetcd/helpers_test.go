@@ -61,12 +61,20 @@ func tctx(t *testing.T) context.Context {
 	return ctx
 }
 
-// serve runs one whole turn of key on c.
-func serve(t *testing.T, c *replica.Coordinator, key string, propose replica.Propose, out placement.Outcome, final bool) *replica.Turn {
+// serve runs one whole turn of key on c and returns what the turn said
+// before its Done (a Turn is inert after it).
+func serve(t *testing.T, c *replica.Coordinator, key string, propose replica.Propose, out placement.Outcome, final bool) served {
 	t.Helper()
 	tu, err := c.Start(tctx(t), key, propose)
 	require.NoError(t, err)
 	require.NoError(t, tu.Complete(out))
+	sv := served{hit: tu.Hit(), unclaimed: tu.Unclaimed()}
 	tu.Done(final)
-	return tu
+	return sv
 }
+
+// served is what a turn said just before its Done.
+type served struct{ hit, unclaimed bool }
+
+func (s served) Hit() bool       { return s.hit }
+func (s served) Unclaimed() bool { return s.unclaimed }
