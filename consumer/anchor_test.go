@@ -246,7 +246,7 @@ func TestAnchor_WaitAbortDrop(t *testing.T) {
 	_, err = e.l.Start(ctx, req)
 	assert.ErrorIs(t, err, placement.ErrCancelled, "a waiter's context ends its wait")
 
-	got := make(chan *affinity.Turn, 1)
+	got := make(chan affinity.Turn, 1)
 	go func() {
 		w, err := e.l.Start(context.Background(), req)
 		assert.NoError(t, err)
@@ -254,13 +254,12 @@ func TestAnchor_WaitAbortDrop(t *testing.T) {
 	}()
 	require.Eventually(t, func() bool { return e.l.Stats().Waits >= 2 }, 5*time.Second, time.Millisecond)
 	placer.Done() // abort: nothing dispatched
-	var waiter *affinity.Turn
+	var waiter affinity.Turn
 	select {
 	case waiter = <-got:
 	case <-time.After(5 * time.Second):
 		t.Fatal("the waiter was not handed the session")
 	}
-	require.NotNil(t, waiter)
 	assert.True(t, waiter.Placing(), "the waiter places the session")
 	_, err = waiter.Dispatch(affinity.WorkerOnly("a"))
 	require.NoError(t, err)

@@ -247,6 +247,17 @@ func TestContract_LayerPins_Exact(t *testing.T) {
 	assert.ErrorIs(t, err, affinity.ErrBindingMismatch)
 }
 
+// Layer, pins: a Pin without HasPin is refused with an error value, never
+// silently ignored (the request would otherwise route unpinned).
+func TestContract_LayerPins_PinWithoutHasPinIsAnError(t *testing.T) {
+	e := newEnv(t, affinity.Config{})
+	e.join(t, "a", "boot-1", 1)
+	_, err := e.l.Start(context.Background(), affinity.Request{Session: e.key(t, "s"), Pin: affinity.WorkerOnly("a")})
+	assert.ErrorIs(t, err, placement.ErrInvalidArgument)
+	got, ok := e.l.Query(e.key(t, "s"), affinity.PhaseDecode)
+	assert.False(t, ok, "nothing was bound (%v)", got)
+}
+
 // Layer, DP ranks: Targets lists every rank of every member; a session
 // binds one rank; a worker-only pin on a ranked binding is narrowed to the
 // binding's rank.

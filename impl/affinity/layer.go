@@ -515,7 +515,9 @@ type Request struct {
 	// Phase is the table the binding lives in.
 	Phase Phase
 	// Pin, when HasPin, is the request's explicit target for this phase:
-	// exact in every mode (see the contract table).
+	// exact in every mode (see the contract table). A non-zero Pin
+	// without HasPin is an error (placement.ErrInvalidArgument), never
+	// silently ignored.
 	Pin    Target
 	HasPin bool
 	// Final marks the session's final request: its binding closes when the

@@ -200,6 +200,10 @@ func (l *Layer) Start(ctx context.Context, req Request) (Turn, error) {
 	if req.Phase >= numPhases {
 		return Turn{}, fmt.Errorf("%w: phase %d", placement.ErrInvalidArgument, req.Phase)
 	}
+	if !req.HasPin && req.Pin != (Target{}) {
+		// A pin the layer would ignore: say so rather than route unpinned.
+		return Turn{}, fmt.Errorf("%w: Pin %v set without HasPin", placement.ErrInvalidArgument, req.Pin)
+	}
 	t := turnPool.Get().(*turn)
 	t.l, t.req = l, req
 	if err := t.start(ctx); err != nil {
