@@ -62,7 +62,9 @@ func FuzzAffinityInputs(f *testing.F) {
 			// testdata/fuzz is kept, and must pass).
 			var ie *affinity.IneligibleError
 			if !errors.Is(err, affinity.ErrInvalidPin) && !errors.Is(err, affinity.ErrPinConflict) && !errors.Is(err, affinity.ErrQuarantined) &&
-				!(errors.As(err, &ie) && errors.Is(err, affinity.ErrPinnedWorkerGone)) {
+				!(errors.As(err, &ie) && errors.Is(err, affinity.ErrPinnedWorkerGone)) &&
+				// A Pin without HasPin is refused, never silently ignored.
+				!(errors.Is(err, placement.ErrInvalidArgument) && !req.HasPin && req.Pin != (affinity.Target{})) {
 				t.Fatalf("Start: unexpected error %v", err)
 			}
 			return
