@@ -192,31 +192,7 @@ func BenchmarkReplica(b *testing.B) {
 		if err := firstTurn(ctx, c, "warm"); err != nil {
 			b.Fatal(err)
 		}
-		t, err := c.Start(ctx, key, nil)
-		if err != nil {
-			b.Fatal(err)
-		}
-		if err := t.Complete(placement.Accepted); err != nil {
-			b.Fatal(err)
-		}
-		t.Done(false)
-		calls := c.Stats().StoreCalls
-		b.ReportAllocs()
-		b.ResetTimer()
-		for i := 0; i < b.N; i++ {
-			t, err := c.Start(ctx, key, nil)
-			if err != nil || !t.Hit() {
-				b.Fatal("no hit", err)
-			}
-			t.Done(false)
-		}
-		b.StopTimer()
-		if n := c.Stats().StoreCalls - calls; n != 0 {
-			b.Fatalf("%d store calls in %d cached turns, want none", n, b.N)
-		}
-		if ns := float64(b.Elapsed().Nanoseconds()) / float64(b.N); coreNs > 0 {
-			b.ReportMetric(ns/coreNs, "×core")
-		}
+		benchCachedTurn(ctx, b, c, key, coreNs)
 	})
 }
 

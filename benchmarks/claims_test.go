@@ -113,6 +113,38 @@ func memOpener() func(string) (claims.Store, func(), error) {
 // firstTurn runs a new session's first and final turn on c: Start (the
 // claim created before the dispatch), Complete(Accepted) (the replica's
 // hold), Done(true) (the terminal close).
+// benchCachedTurn binds key through c, then measures its cached turns
+// (Start, a hit, Done), failing if one calls the store; with coreNs (the
+// core's hit in the same run) it reports the ratio as ×core.
+func benchCachedTurn(ctx context.Context, b *testing.B, c *replica.Coordinator, key string, coreNs float64) {
+	b.Helper()
+	t, err := c.Start(ctx, key, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := t.Complete(placement.Accepted); err != nil {
+		b.Fatal(err)
+	}
+	t.Done(false)
+	calls := c.Stats().StoreCalls
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		t, err := c.Start(ctx, key, nil)
+		if err != nil || !t.Hit() {
+			b.Fatal("no hit", err)
+		}
+		t.Done(false)
+	}
+	b.StopTimer()
+	if n := c.Stats().StoreCalls - calls; n != 0 {
+		b.Fatalf("%d store calls in %d cached turns, want none", n, b.N)
+	}
+	if ns := float64(b.Elapsed().Nanoseconds()) / float64(b.N); coreNs > 0 {
+		b.ReportMetric(ns/coreNs, "×core")
+	}
+}
+
 func firstTurn(ctx context.Context, c *replica.Coordinator, key string) error {
 	t, err := c.Start(ctx, key, nil)
 	if err != nil {
@@ -204,31 +236,7 @@ func BenchmarkClaims(b *testing.B) {
 		defer r.close()
 		c := r.reps[0]
 		key := "session-cached"
-		t, err := c.Start(ctx, key, nil)
-		if err != nil {
-			b.Fatal(err)
-		}
-		if err := t.Complete(placement.Accepted); err != nil {
-			b.Fatal(err)
-		}
-		t.Done(false)
-		calls := c.Stats().StoreCalls
-		b.ReportAllocs()
-		b.ResetTimer()
-		for i := 0; i < b.N; i++ {
-			t, err := c.Start(ctx, key, nil)
-			if err != nil || !t.Hit() {
-				b.Fatal("no hit", err)
-			}
-			t.Done(false)
-		}
-		b.StopTimer()
-		if n := c.Stats().StoreCalls - calls; n != 0 {
-			b.Fatalf("%d store calls in %d cached turns, want none", n, b.N)
-		}
-		if ns := float64(b.Elapsed().Nanoseconds()) / float64(b.N); coreNs > 0 {
-			b.ReportMetric(ns/coreNs, "×core")
-		}
+		benchCachedTurn(ctx, b, c, key, coreNs)
 	})
 
 	var memNs float64
