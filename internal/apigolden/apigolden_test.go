@@ -205,3 +205,50 @@ type private struct{}
 		t.Errorf("FileName: %q", got)
 	}
 }
+
+// TestSurfaceCatchesBreakingChanges is the golden check's broken variants:
+// each edit of a small package that breaks its callers (a removed method, a
+// changed signature, a changed constant's value, a removed field, a pointer
+// result made a value) must change its surface, and the diff TestAPIGolden
+// prints must name the removed line.
+func TestSurfaceCatchesBreakingChanges(t *testing.T) {
+	const base = `package p
+const Max = 2
+type T struct{ A int }
+func (t *T) Do(n int) error { return nil }
+func New() *T { return nil }
+`
+	surface := func(t *testing.T, src string) []string {
+		t.Helper()
+		fset := token.NewFileSet()
+		f, err := parser.ParseFile(fset, "p.go", src, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pkg, err := (&types.Config{Importer: importer.Default()}).Check("example.com/p", fset, []*ast.File{f}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return Surface(pkg)
+	}
+	want := surface(t, base)
+	for name, edit := range map[string][2]string{
+		"method removed":   {"func (t *T) Do(n int) error { return nil }\n", ""},
+		"signature":        {"Do(n int) error", "Do(n int64) error"},
+		"constant's value": {"const Max = 2", "const Max = 3"},
+		"field removed":    {"struct{ A int }", "struct{}"},
+		"result by value":  {"func New() *T { return nil }", "func New() T { return T{} }"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			src := strings.Replace(base, edit[0], edit[1], 1)
+			if src == base {
+				t.Fatalf("the edit %q does not apply", edit[0])
+			}
+			got := surface(t, src)
+			_, removed := diff(want, got)
+			if len(removed) == 0 {
+				t.Errorf("a breaking edit (%s) left no removed line in the surface:\n%s", name, strings.Join(got, "\n"))
+			}
+		})
+	}
+}
