@@ -46,6 +46,10 @@ type Coordinator struct {
 
 	retryMu sync.Mutex
 	retries []retryOp
+	// retrying counts the writes a keepalive pass has taken out of
+	// retries and not yet settled or put back (under retryMu), so that
+	// PendingWrites never reads 0 while one is in flight.
+	retrying int
 
 	// doubts are the Resolves whose outcome is unknown, with their
 	// quarantine's revision (0: unknown). Guarded by doubtMu.
@@ -724,6 +728,7 @@ func (c *Coordinator) runRetries(ctx context.Context) {
 	c.retryMu.Lock()
 	ops := c.retries
 	c.retries = nil
+	c.retrying += len(ops)
 	c.retryMu.Unlock()
 	var keep []retryOp
 	for i, op := range ops {
@@ -731,13 +736,18 @@ func (c *Coordinator) runRetries(ctx context.Context) {
 			keep = append(keep, ops[i:]...)
 			break
 		}
-		if err := op.fn(ctx); retryable(err) {
-			keep = append(keep, op)
+		if retryable(op.fn(ctx)) {
+			keep = append(keep, op) // still counted by retrying
+			continue
 		}
+		c.retryMu.Lock()
+		c.retrying--
+		c.retryMu.Unlock()
 	}
 	if len(keep) > 0 {
 		c.retryMu.Lock()
 		c.retries = append(keep, c.retries...)
+		c.retrying -= len(keep)
 		c.retryMu.Unlock()
 	}
 }

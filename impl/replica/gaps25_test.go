@@ -363,3 +363,28 @@ func TestGap_LostCreateReplySettled(t *testing.T) {
 	require.NoError(t, tu.Complete(placement.Accepted))
 	assert.Zero(t, r1.Stats().UnclaimedPlacements)
 }
+
+// PendingWrites counts a write while a keepalive pass retries it: a
+// caller that waits for the gauge to read 0 waits for the retry's
+// outcome, not only for the pass to take it out of the queue (the CI
+// failure of TestGap_LostCloseReplyCounted under -race, where the test's
+// Tick found the queue already taken by the background pass).
+func TestPendingWritesCountsARetryInFlight(t *testing.T) {
+	e := newEnv(t, 1, nil, 0)
+	r1, _ := e.replica("r1")
+	entered, release := make(chan struct{}), make(chan struct{})
+	r1.addRetry("test", func(context.Context) error {
+		close(entered)
+		<-release
+		return nil
+	})
+	require.Equal(t, 1, r1.Stats().PendingWrites)
+	done := make(chan struct{})
+	go func() { defer close(done); r1.runRetries(context.Background()) }()
+	<-entered
+	assert.Equal(t, 1, r1.Stats().PendingWrites, "a write being retried is still pending")
+	close(release)
+	<-done
+	// The background keepalive pass may be the one that took it.
+	assert.Eventually(t, func() bool { return r1.Stats().PendingWrites == 0 }, waitFor, tick, "the retry settled")
+}

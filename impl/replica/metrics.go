@@ -145,7 +145,9 @@ type Stats struct {
 	// Unclaimed the bound ones not reconciled yet.
 	Cached, Unclaimed int
 	// PendingWrites is a gauge: store writes that found the store
-	// unreachable and wait to be retried (closes, quarantines).
+	// unreachable and wait to be retried (closes, quarantines),
+	// including those a keepalive pass is retrying now: it reads 0 only
+	// once every such write has settled.
 	PendingWrites int
 	// KeepalivePass is a gauge: how long the last keepalive pass that
 	// had store work took, on the wall clock (its retries, re-holds,
@@ -223,7 +225,7 @@ func (c *Coordinator) Stats() Stats {
 		return true
 	})
 	c.retryMu.Lock()
-	out.PendingWrites = len(c.retries)
+	out.PendingWrites = len(c.retries) + c.retrying
 	c.retryMu.Unlock()
 	out.KeepalivePass = time.Duration(c.lastPass.Load())
 	return out
