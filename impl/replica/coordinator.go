@@ -390,6 +390,14 @@ func (c *Coordinator) generations(target claims.Target, gen int64) (uint64, bool
 	return c.core.Generation(target), true
 }
 
+// currentGen reports whether the replica's view of the members holds
+// target's worker at the store generation gen (no side effect, unlike
+// generations).
+func (c *Coordinator) currentGen(target claims.Target, gen int64) bool {
+	m, ok := c.view.Load().byWorker[target.Worker]
+	return ok && m.Gen == gen
+}
+
 // refreshMembers reads the members again.
 func (c *Coordinator) refreshMembers(parent context.Context) error {
 	ctx, cancel := c.opCtx(parent)

@@ -27,6 +27,9 @@ type countingStore struct {
 	// createDelay, if set, is slept inside CreateOrGet (before the store
 	// call) so that concurrent first turns overlap.
 	createDelay time.Duration
+	// afterCreate, if set, runs once after a CreateOrGet's store call and
+	// before its answer returns (the answer read before what it does).
+	afterCreate atomic.Pointer[func()]
 }
 
 func newCounting(s claims.Store) *countingStore {
@@ -52,7 +55,11 @@ func (s *countingStore) CreateOrGet(ctx context.Context, key string, propose fun
 	if s.createDelay > 0 {
 		time.Sleep(s.createDelay)
 	}
-	return s.Store.CreateOrGet(ctx, key, propose)
+	cl, created, err := s.Store.CreateOrGet(ctx, key, propose)
+	if f := s.afterCreate.Swap(nil); f != nil {
+		(*f)()
+	}
+	return cl, created, err
 }
 
 func (s *countingStore) Get(ctx context.Context, key string) (claims.Claim, bool, error) {

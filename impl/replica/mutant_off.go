@@ -112,5 +112,11 @@ package replica
 //     last lease is counted: a hit in between takes a lease on a claim
 //     about to be deleted.
 //
+// Found by the nightly campaign's affinity-replicas check (seed 495649184),
+// with its TestGap_ test (stale_test.go):
+//   - RefusesStaleClaim: a quarantined or closing claim read (or cached)
+//     before its worker left or restarted refuses the session: every
+//     later turn is refused with a quarantine that ended.
+//
 // mutant_test.go checks that each of them fails a contract test.
 func mutant(string) bool { return false }

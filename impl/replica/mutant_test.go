@@ -47,6 +47,7 @@ var variants = []mutanttest.Variant{
 	{"PlacerLeaseLate", "TestGap_PlacerLeaseCountedBeforeCommit"},
 	{"BoundForgetsRefusal", "TestGap_RefusalDuringCommitStands"},
 	{"LateEviction", "TestGap_NoHitAfterLastLease"},
+	{"RefusesStaleClaim", "TestGap_StaleQuarantineReadIsNotRefused"},
 }
 
 // TestVariantsCaught re-runs this test binary under each variant with its

@@ -652,13 +652,19 @@ func (t *turn) place() error {
 // session's claim read (or written) through CreateOrGet, or a local
 // placement when the store is unreachable. A quarantined or closing claim
 // is cached, and later placing turns are refused from the cache until the
-// claim's revision ends.
+// claim's revision ends or its worker leaves or restarts: one whose
+// worker's generation the replica's view no longer holds (read, or
+// cached, before the change) is stale, and is read again, which replaces
+// it in the store.
 func (c *Coordinator) readClaim(t *turn) (*record, error) {
 	s := t.s
-	waited := false
+	waited, refreshed := false, false
 	for range maxReads {
 		s.mu.Lock()
-		if rec := s.cur.Load(); rec != nil && !rec.evicted.Load() {
+		if rec := s.cur.Load(); rec != nil && !rec.evicted.Load() && (c.currentGen(rec.target, rec.gen) || mutant("RefusesStaleClaim")) {
+			// A quarantined or closing record whose worker left or
+			// restarted since is not refused from (the spec's NeedsClaim:
+			// a stale entry needs a claim): the store replaces the claim.
 			switch rec.state {
 			case recQuarantined:
 				err := rec.quarantinedErrLocked()
@@ -699,6 +705,21 @@ func (c *Coordinator) readClaim(t *turn) (*record, error) {
 				return c.placeUnclaimed(t)
 			}
 			return nil, err
+		}
+		if (cl.State == claims.Quarantined || cl.State == claims.Closing) && !c.currentGen(cl.Target, cl.Gen) && !mutant("RefusesStaleClaim") {
+			// The claim was read before its worker left or restarted (a
+			// read shared with a turn that began earlier, or a member
+			// change as it returned): it is stale, and the store replaces
+			// it at the next read (the spec's Claim: a stale claim is
+			// written anew). The view may lag the store: read the members
+			// once before reading the claim again.
+			if refreshed {
+				continue
+			}
+			refreshed = true
+			if err := c.refreshMembers(t.ctx); err != nil || !c.currentGen(cl.Target, cl.Gen) {
+				continue
+			}
 		}
 		now := int64(c.core.Now())
 		s.mu.Lock()

@@ -133,6 +133,7 @@ var replicaVariants = []struct{ name, doc string }{
 	{"PlacerLeaseLate", "the placing request's lease is counted only after the core's commit: a final request that hits in between closes the claim under the placer"},
 	{"BoundForgetsRefusal", "a refused hit that ends the binding between the placer's commit and its record's binding is forgotten: the refused claim is adopted again"},
 	{"LateEviction", "a closing binding's record stays current after its last lease is counted: a hit in between takes a lease on a claim about to be deleted"},
+	{"RefusesStaleClaim", "a quarantined or closing claim read (or cached) before its worker left or restarted refuses the session: every later turn is refused with a quarantine that ended"},
 }
 
 // etcdVariants are the broken variants of impl/claims/etcdstore and its
