@@ -661,10 +661,12 @@ func (c *Coordinator) readClaim(t *turn) (*record, error) {
 	waited, refreshed := false, false
 	for range maxReads {
 		s.mu.Lock()
-		if rec := s.cur.Load(); rec != nil && !rec.evicted.Load() && (c.currentGen(rec.target, rec.gen) || mutant("RefusesStaleClaim")) {
+		if rec := s.cur.Load(); rec != nil && !rec.evicted.Load() && (rec.unclaimed || c.currentGen(rec.target, rec.gen) || mutant("RefusesStaleClaim")) {
 			// A quarantined or closing record whose worker left or
 			// restarted since is not refused from (the spec's NeedsClaim:
-			// a stale entry needs a claim): the store replaces the claim.
+			// a stale entry needs a claim): the store replaces the claim,
+			// as Begin's read drops such a record. (One the store never
+			// recorded stays until it is settled.)
 			switch rec.state {
 			case recQuarantined:
 				err := rec.quarantinedErrLocked()
