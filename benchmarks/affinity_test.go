@@ -155,35 +155,7 @@ func BenchmarkReplica(b *testing.B) {
 	var coreNs float64
 	const key = "session-cached"
 	b.Run("cached-turn/core", func(b *testing.B) {
-		c, err := placement.New(placement.Config[claims.Target]{})
-		if err != nil {
-			b.Fatal(err)
-		}
-		defer c.Close()
-		w := claims.Target{Worker: "w1"}
-		a, err := c.Acquire(ctx, key)
-		if err != nil {
-			b.Fatal(err)
-		}
-		d, err := a.Reservation.BeginDispatch(w, c.Generation(w))
-		if err != nil {
-			b.Fatal(err)
-		}
-		if _, err := d.Complete(placement.Accepted); err != nil {
-			b.Fatal(err)
-		}
-		a.Done()
-		b.ReportAllocs()
-		b.ResetTimer()
-		for i := 0; i < b.N; i++ {
-			a, err := c.Acquire(ctx, key)
-			if err != nil || !a.Hit() {
-				b.Fatal("no hit", err)
-			}
-			a.Done()
-		}
-		b.StopTimer()
-		coreNs = float64(b.Elapsed().Nanoseconds()) / float64(b.N)
+		coreNs = benchCoreHit(ctx, b, key)
 	})
 	b.Run("cached-turn/replica", func(b *testing.B) {
 		r := newClaimRig(b, 1, memOpener())

@@ -110,9 +110,42 @@ func memOpener() func(string) (claims.Store, func(), error) {
 	}
 }
 
-// firstTurn runs a new session's first and final turn on c: Start (the
-// claim created before the dispatch), Complete(Accepted) (the replica's
-// hold), Done(true) (the terminal close).
+// benchCoreHit measures the core's hit on a fixed key (Acquire hits, Done
+// releases): the baseline a replica's cached turn is divided by (×core).
+// It returns the figure in ns per turn.
+func benchCoreHit(ctx context.Context, b *testing.B, key string) float64 {
+	b.Helper()
+	c, err := placement.New(placement.Config[claims.Target]{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer c.Close()
+	w := claims.Target{Worker: "w1"}
+	a, err := c.Acquire(ctx, key)
+	if err != nil {
+		b.Fatal(err)
+	}
+	d, err := a.Reservation.BeginDispatch(w, c.Generation(w))
+	if err != nil {
+		b.Fatal(err)
+	}
+	if _, err := d.Complete(placement.Accepted); err != nil {
+		b.Fatal(err)
+	}
+	a.Done()
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		a, err := c.Acquire(ctx, key)
+		if err != nil || !a.Hit() {
+			b.Fatal("no hit", err)
+		}
+		a.Done()
+	}
+	b.StopTimer()
+	return float64(b.Elapsed().Nanoseconds()) / float64(b.N)
+}
+
 // benchCachedTurn binds key through c, then measures its cached turns
 // (Start, a hit, Done), failing if one calls the store; with coreNs (the
 // core's hit in the same run) it reports the ratio as ×core.
@@ -145,6 +178,9 @@ func benchCachedTurn(ctx context.Context, b *testing.B, c *replica.Coordinator, 
 	}
 }
 
+// firstTurn runs a new session's first and final turn on c: Start (the
+// claim created before the dispatch), Complete(Accepted) (the replica's
+// hold), Done(true) (the terminal close).
 func firstTurn(ctx context.Context, c *replica.Coordinator, key string) error {
 	t, err := c.Start(ctx, key, nil)
 	if err != nil {
@@ -201,35 +237,7 @@ func BenchmarkClaims(b *testing.B) {
 
 	var coreNs float64
 	b.Run("cached-turn/core", func(b *testing.B) {
-		c, err := placement.New(placement.Config[claims.Target]{})
-		if err != nil {
-			b.Fatal(err)
-		}
-		defer c.Close()
-		key := "session-cached"
-		a, err := c.Acquire(ctx, key)
-		if err != nil {
-			b.Fatal(err)
-		}
-		d, err := a.Reservation.BeginDispatch(claims.Target{Worker: "w1"}, c.Generation(claims.Target{Worker: "w1"}))
-		if err != nil {
-			b.Fatal(err)
-		}
-		if _, err := d.Complete(placement.Accepted); err != nil {
-			b.Fatal(err)
-		}
-		a.Done()
-		b.ReportAllocs()
-		b.ResetTimer()
-		for i := 0; i < b.N; i++ {
-			a, err := c.Acquire(ctx, key)
-			if err != nil || !a.Hit() {
-				b.Fatal("no hit", err)
-			}
-			a.Done()
-		}
-		b.StopTimer()
-		coreNs = float64(b.Elapsed().Nanoseconds()) / float64(b.N)
+		coreNs = benchCoreHit(ctx, b, "session-cached")
 	})
 	b.Run("cached-turn/replica", func(b *testing.B) {
 		r := newClaimRig(b, 1, etcdOpener(cl, prefix()))
