@@ -169,15 +169,6 @@ func (c *C[T]) undo() {}
 type S interface{ Stats() int }
 type private struct{}
 `
-	fset := token.NewFileSet()
-	f, err := parser.ParseFile(fset, "p.go", src, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pkg, err := (&types.Config{Importer: importer.Default()}).Check("example.com/p", fset, []*ast.File{f}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
 	want := []string{
 		"pkg example.com/p, const D = 2000000000",
 		"pkg example.com/p, const D time.Duration",
@@ -197,7 +188,7 @@ type private struct{}
 		"pkg example.com/p, type S interface, Stats() int",
 		"pkg example.com/p, var ErrX error",
 	}
-	got := Surface(pkg)
+	got := surfaceOf(t, src)
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Errorf("got:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
@@ -218,20 +209,7 @@ type T struct{ A int }
 func (t *T) Do(n int) error { return nil }
 func New() *T { return nil }
 `
-	surface := func(t *testing.T, src string) []string {
-		t.Helper()
-		fset := token.NewFileSet()
-		f, err := parser.ParseFile(fset, "p.go", src, 0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		pkg, err := (&types.Config{Importer: importer.Default()}).Check("example.com/p", fset, []*ast.File{f}, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return Surface(pkg)
-	}
-	want := surface(t, base)
+	want := surfaceOf(t, base)
 	for name, edit := range map[string][2]string{
 		"method removed":   {"func (t *T) Do(n int) error { return nil }\n", ""},
 		"signature":        {"Do(n int) error", "Do(n int64) error"},
@@ -244,11 +222,27 @@ func New() *T { return nil }
 			if src == base {
 				t.Fatalf("the edit %q does not apply", edit[0])
 			}
-			got := surface(t, src)
+			got := surfaceOf(t, src)
 			_, removed := diff(want, got)
 			if len(removed) == 0 {
 				t.Errorf("a breaking edit (%s) left no removed line in the surface:\n%s", name, strings.Join(got, "\n"))
 			}
 		})
 	}
+}
+
+// surfaceOf type-checks src as package example.com/p and returns its
+// Surface.
+func surfaceOf(t *testing.T, src string) []string {
+	t.Helper()
+	fset := token.NewFileSet()
+	f, err := parser.ParseFile(fset, "p.go", src, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pkg, err := (&types.Config{Importer: importer.Default()}).Check("example.com/p", fset, []*ast.File{f}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return Surface(pkg)
 }
